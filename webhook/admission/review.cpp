@@ -1,0 +1,176 @@
+// AdmissionReview decoding, the call into the engine, and the response (see review.h).
+#include "admission/review.h"
+
+#include <nlohmann/json.hpp>
+
+#include "inject/inject.h"
+#include "sizing/quantity.h"
+
+namespace shmguard::admission {
+namespace {
+
+using nlohmann::json;
+
+std::string str_field(const json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) return {};
+  return it->get<std::string>();
+}
+
+AdmissionOutcome bad_request(std::string msg) {
+  AdmissionOutcome o;
+  o.http_status = 400;
+  o.decision = "rejected";
+  o.reason = "bad-request";
+  o.body = std::move(msg);
+  return o;
+}
+
+}  // namespace
+
+bool json_depth_ok(std::string_view text, std::size_t max_depth) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max_depth) return false;
+    } else if (c == '}' || c == ']') {
+      if (depth > 0) --depth;
+    }
+  }
+  return true;
+}
+
+std::string base64_encode(std::string_view in) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    std::uint32_t v = (static_cast<std::uint8_t>(in[i]) << 16) |
+                      (static_cast<std::uint8_t>(in[i + 1]) << 8) | static_cast<std::uint8_t>(in[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i + 1 == in.size()) {
+    std::uint32_t v = static_cast<std::uint8_t>(in[i]) << 16;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    std::uint32_t v = (static_cast<std::uint8_t>(in[i]) << 16) | (static_cast<std::uint8_t>(in[i + 1]) << 8);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::string sanitize_warning(std::string_view w) {
+  std::string out;
+  for (char c : w) {
+    auto u = static_cast<unsigned char>(c);
+    out += (u < 0x20 || u == 0x7f) ? ' ' : c;
+    if (out.size() >= 240) break;
+  }
+  return out;
+}
+
+AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg) {
+  if (!json_depth_ok(body, kMaxJsonDepth))
+    return bad_request("request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  json review = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (review.is_discarded()) return bad_request("request body is not valid JSON");
+  if (!review.is_object()) return bad_request("request body is not a JSON object");
+  const std::string api_version = str_field(review, "apiVersion");
+  if (str_field(review, "kind") != "AdmissionReview")
+    return bad_request("kind must be AdmissionReview");
+  if (api_version != "admission.k8s.io/v1" && api_version != "admission.k8s.io/v1beta1")
+    return bad_request("apiVersion must be admission.k8s.io/v1 or admission.k8s.io/v1beta1");
+  auto req_it = review.find("request");
+  if (req_it == review.end() || !req_it->is_object())
+    return bad_request("AdmissionReview has no request object");
+  const json& req = *req_it;
+  const std::string uid = str_field(req, "uid");
+  if (uid.empty()) return bad_request("request.uid must be a non-empty string");
+
+  AdmissionOutcome o;
+  o.is_review = true;
+  o.uid = uid;
+  o.namespace_name = str_field(req, "namespace");
+  o.pod = str_field(req, "name");
+
+  json response = {{"uid", uid}, {"allowed", true}};
+  try {
+    const json empty = json::object();
+    const json& kind = req.contains("kind") ? req["kind"] : empty;
+    const bool is_pod = str_field(kind, "kind") == "Pod" && str_field(kind, "group").empty();
+    const bool create = str_field(req, "operation") == "CREATE";
+    const bool subresource = !str_field(req, "subResource").empty();
+    auto obj_it = req.find("object");
+    if (!is_pod || !create || subresource) {
+      o.decision = "skipped";
+      o.reason = !is_pod ? "not-a-pod" : (!create ? "not-create" : "subresource");
+    } else if (obj_it == req.end() || !obj_it->is_object()) {
+      o.decision = "skipped";
+      o.reason = "no-object";
+      o.warnings.push_back("shmguard: the review carried no pod object; admitted unchanged");
+    } else {
+      const json& pod = *obj_it;
+      if (o.pod.empty()) {
+        if (auto md = pod.find("metadata"); md != pod.end() && md->is_object()) {
+          o.pod = str_field(*md, "name");
+          if (o.pod.empty()) {
+            std::string gen = str_field(*md, "generateName");
+            if (!gen.empty()) o.pod = gen + "*";
+          }
+        }
+      }
+      auto r = inject::inject_pod(pod, cfg);
+      o.reason = r.reason;
+      o.warnings = r.warnings;
+      if (r.mutated()) {
+        o.decision = "injected";
+        o.size_bytes = r.size();
+        o.size = sizing::format_quantity(r.size());
+        response["patchType"] = "JSONPatch";
+        response["patch"] = base64_encode(r.patch.dump());
+      } else {
+        o.decision = "skipped";
+      }
+    }
+  } catch (const std::exception& e) {
+    // Our trouble must never block a pod: admit unchanged, say so.
+    o.decision = "error";
+    o.reason = "internal-error";
+    o.error = e.what();
+    o.warnings = {"shmguard internal error; pod admitted without /dev/shm sizing"};
+    response = {{"uid", uid}, {"allowed", true}};
+  }
+  if (!o.warnings.empty()) {
+    json w = json::array();
+    for (const auto& s : o.warnings) w.push_back(sanitize_warning(s));
+    response["warnings"] = std::move(w);
+  }
+  json out = {{"apiVersion", api_version}, {"kind", "AdmissionReview"}, {"response", std::move(response)}};
+  o.body = out.dump(-1, ' ', false, json::error_handler_t::replace);
+  return o;
+}
+
+}  // namespace shmguard::admission

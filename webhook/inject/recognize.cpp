@@ -1,0 +1,175 @@
+// Training-pod recognition (see recognize.h).
+#include "inject/recognize.h"
+
+#include <cctype>
+
+namespace shmguard::inject {
+namespace {
+
+using nlohmann::json;
+
+const json* object_at(const json& parent, const char* key) {
+  if (!parent.is_object()) return nullptr;
+  auto it = parent.find(key);
+  if (it == parent.end() || !it->is_object()) return nullptr;
+  return &*it;
+}
+
+enum class Tri { kUnset, kTrue, kFalse, kInvalid };
+
+Tri bool_value(const json* map, std::string_view key, std::string& raw) {
+  if (!map || !string_value(*map, key, raw)) return Tri::kUnset;
+  std::string v;
+  for (char c : raw) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "true") return Tri::kTrue;
+  if (v == "false") return Tri::kFalse;
+  return Tri::kInvalid;
+}
+
+}  // namespace
+
+std::string printable(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (out.size() >= 40) {
+      out += "...";
+      break;
+    }
+    auto u = static_cast<unsigned char>(c);
+    out += (u < 0x20 || u == 0x7f || u >= 0x80) ? '?' : c;
+  }
+  return out;
+}
+
+bool string_value(const json& map, std::string_view key, std::string& out) {
+  if (!map.is_object()) return false;
+  auto it = map.find(key);
+  if (it == map.end()) return false;
+  if (it->is_string()) {
+    out = it->get_ref<const std::string&>();
+    return true;
+  }
+  if (it->is_number() || it->is_boolean()) {
+    out = it->dump();
+    return true;
+  }
+  return false;
+}
+
+std::string image_repository(std::string_view image) {
+  if (auto at = image.find('@'); at != std::string_view::npos) image = image.substr(0, at);
+  auto slash = image.rfind('/');
+  auto colon = image.rfind(':');
+  if (colon != std::string_view::npos && (slash == std::string_view::npos || colon > slash))
+    image = image.substr(0, colon);
+  return std::string(image);
+}
+
+bool glob_match(std::string_view p, std::string_view t) {
+  std::size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
+  while (ti < t.size()) {
+    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
+      ++pi;
+      ++ti;
+    } else if (pi < p.size() && p[pi] == '*') {
+      star = pi++;
+      mark = ti;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1;
+      ti = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool assume_training) {
+  Recognition r;
+  const json* meta = object_at(pod, "metadata");
+  const json* labels = meta ? object_at(*meta, "labels") : nullptr;
+  const json* annotations = meta ? object_at(*meta, "annotations") : nullptr;
+  const json* spec = object_at(pod, "spec");
+
+  std::string raw;
+  Tri label_inject = bool_value(labels, kInjectKey, raw);
+  std::string label_raw = raw;
+  Tri ann_inject = bool_value(annotations, kInjectKey, raw);
+  std::string ann_raw = raw;
+  if (label_inject == Tri::kInvalid)
+    r.warnings.push_back("label shmguard.io/inject \"" + printable(label_raw) +
+                         "\" is not true or false; ignored");
+  if (ann_inject == Tri::kInvalid)
+    r.warnings.push_back("annotation shmguard.io/inject \"" + printable(ann_raw) +
+                         "\" is not true or false; ignored");
+
+  // 1. Opt-out wins over everything.
+  if (label_inject == Tri::kFalse || ann_inject == Tri::kFalse) {
+    r.verdict = Verdict::kOptedOut;
+    r.because = label_inject == Tri::kFalse ? "label shmguard.io/inject=false"
+                                            : "annotation shmguard.io/inject=false";
+    return r;
+  }
+  // 2. hostIPC pods share the node's /dev/shm.
+  if (spec) {
+    auto it = spec->find("hostIPC");
+    if (it != spec->end() && it->is_boolean() && it->get<bool>()) {
+      r.verdict = Verdict::kHostIPC;
+      r.because = "hostIPC: true";
+      return r;
+    }
+  }
+  r.verdict = Verdict::kTraining;
+  // 3. Explicit opt-in or any sizing annotation.
+  if (label_inject == Tri::kTrue || ann_inject == Tri::kTrue) {
+    r.because = label_inject == Tri::kTrue ? "label shmguard.io/inject=true"
+                                           : "annotation shmguard.io/inject=true";
+    return r;
+  }
+  if (annotations) {
+    for (auto key : sizing_annotation_keys()) {
+      if (annotations->contains(key)) {
+        r.because = "annotation " + std::string(key);
+        return r;
+      }
+    }
+  }
+  if (assume_training) {
+    r.because = "template of a training job";
+    return r;
+  }
+  // 4. Configured label keys.
+  if (labels) {
+    for (const auto& key : cfg.label_keys) {
+      if (labels->contains(key)) {
+        r.because = "label " + key;
+        return r;
+      }
+    }
+  }
+  // 5. Image globs over regular containers.
+  if (spec) {
+    auto it = spec->find("containers");
+    if (it != spec->end() && it->is_array()) {
+      for (const auto& c : *it) {
+        if (!c.is_object()) continue;
+        auto img = c.find("image");
+        if (img == c.end() || !img->is_string()) continue;
+        const auto& image = img->get_ref<const std::string&>();
+        auto repo = image_repository(image);
+        for (const auto& g : cfg.image_globs) {
+          if (glob_match(g, repo)) {
+            r.because = "image " + printable(image);
+            return r;
+          }
+        }
+      }
+    }
+  }
+  r.verdict = Verdict::kNotTraining;
+  r.because = "no training label, annotation or image";
+  return r;
+}
+
+}  // namespace shmguard::inject

@@ -1,0 +1,56 @@
+// Training-pod recognition: the ordered rules of DESIGN.md as a pure predicate over pod JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+
+namespace shmguard::inject {
+
+enum class Verdict { kTraining, kOptedOut, kHostIPC, kNotTraining };
+
+struct Recognition {
+  Verdict verdict = Verdict::kNotTraining;
+  std::string because;  // "label training.kubeflow.org/job-name", "image pytorch/pytorch:2.4", ...
+  std::vector<std::string> warnings;
+};
+
+inline constexpr std::string_view kInjectKey = "shmguard.io/inject";
+inline constexpr std::string_view kBatchSizeKey = "shmguard.io/batch-size";
+inline constexpr std::string_view kNumWorkersKey = "shmguard.io/num-workers";
+inline constexpr std::string_view kSampleSizeKey = "shmguard.io/sample-size";
+inline constexpr std::string_view kPrefetchKey = "shmguard.io/prefetch-factor";
+inline constexpr std::string_view kProcsKey = "shmguard.io/procs-per-pod";
+inline constexpr std::string_view kSizeKey = "shmguard.io/size";
+inline constexpr std::string_view kInjectedSizeKey = "shmguard.io/injected-size";
+inline constexpr std::string_view kSizingKey = "shmguard.io/sizing";
+inline const std::vector<std::string_view>& sizing_annotation_keys();
+
+// `assume_training`: the caller knows the template is a training pod (Kubeflow kinds offline);
+// opt-out and hostIPC still win.
+Recognition recognize(const nlohmann::json& pod, const config::SelectionConfig& cfg,
+                      bool assume_training = false);
+
+// The repository part of an image reference: tag and digest removed, registry and port kept.
+std::string image_repository(std::string_view image);
+
+// Shell-style glob: '*' matches any run of characters (including '/'), '?' one character.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+// Text of a label or annotation value; numbers and booleans (offline YAML) become their text.
+// Returns false when the key is absent or the value is not a scalar.
+bool string_value(const nlohmann::json& map, std::string_view key, std::string& out);
+
+// A value safe to echo in a warning: control characters replaced, at most 40 characters.
+std::string printable(std::string_view value);
+
+inline const std::vector<std::string_view>& sizing_annotation_keys() {
+  static const std::vector<std::string_view> keys{kBatchSizeKey, kNumWorkersKey, kSampleSizeKey,
+                                                  kPrefetchKey,  kProcsKey,      kSizeKey};
+  return keys;
+}
+
+}  // namespace shmguard::inject

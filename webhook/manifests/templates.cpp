@@ -1,0 +1,93 @@
+// Pod-template discovery (see templates.h).
+#include "manifests/templates.h"
+
+namespace shmguard::manifests {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxDepth = 64;
+
+std::string escape_token(const std::string& t) {
+  std::string out;
+  for (char c : t) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+std::string str(const json& o, const char* key) {
+  if (!o.is_object()) return {};
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool is_pod_template(const json& o) {
+  if (!o.is_object()) return false;
+  auto spec = o.find("spec");
+  if (spec == o.end() || !spec->is_object()) return false;
+  auto c = spec->find("containers");
+  return c != spec->end() && c->is_array();
+}
+
+struct Owner {
+  std::string kind;
+  std::string name;
+  bool training = false;
+};
+
+void walk(const json& node, const std::string& pointer, const std::string& path, Owner owner,
+          std::size_t depth, std::vector<TemplateRef>& out) {
+  if (depth > kMaxDepth) return;
+  if (node.is_object()) {
+    // A nested resource (List item, embedded object) becomes the owner of what it holds.
+    std::string kind = str(node, "kind");
+    if (!kind.empty() && node.contains("apiVersion")) {
+      owner.kind = kind;
+      owner.training = is_training_kind(str(node, "apiVersion"), kind);
+      owner.name.clear();
+      if (auto md = node.find("metadata"); md != node.end()) {
+        owner.name = str(*md, "name");
+        if (owner.name.empty() && !str(*md, "generateName").empty()) owner.name = str(*md, "generateName") + "*";
+      }
+    }
+    if (is_pod_template(node)) {
+      out.push_back({pointer, path.empty() ? "(pod)" : path, owner.kind, owner.name, owner.training});
+      return;
+    }
+    for (const auto& [k, v] : node.items()) {
+      if (!v.is_structured()) continue;
+      walk(v, pointer + "/" + escape_token(k), path.empty() ? k : path + "." + k, owner, depth + 1, out);
+    }
+  } else if (node.is_array()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      if (!node[i].is_structured()) continue;
+      walk(node[i], pointer + "/" + std::to_string(i), path + "[" + std::to_string(i) + "]", owner,
+           depth + 1, out);
+    }
+  }
+}
+
+}  // namespace
+
+bool is_training_kind(const std::string& api_version, const std::string& kind) {
+  const auto group = api_version.substr(0, api_version.find('/'));
+  if (group == "kubeflow.org") {
+    return kind == "PyTorchJob" || kind == "TFJob" || kind == "MPIJob" || kind == "PaddleJob" ||
+           kind == "XGBoostJob" || kind == "JAXJob" || kind == "MXJob";
+  }
+  if (group == "trainer.kubeflow.org") {
+    return kind == "TrainingRuntime" || kind == "ClusterTrainingRuntime" || kind == "TrainJob";
+  }
+  return false;
+}
+
+std::vector<TemplateRef> find_templates(const json& doc) {
+  std::vector<TemplateRef> out;
+  walk(doc, "", "", Owner{}, 0, out);
+  return out;
+}
+
+}  // namespace shmguard::manifests

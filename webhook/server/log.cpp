@@ -1,0 +1,73 @@
+// JSON-lines logger (see log.h).
+#include "server/log.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <mutex>
+#include <string>
+
+namespace shmguard::server {
+namespace {
+std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
+std::mutex g_mu;
+
+std::string timestamp() {
+  using namespace std::chrono;
+  auto now = system_clock::now();
+  auto secs = system_clock::to_time_t(now);
+  auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
+const char* name(Level l) {
+  switch (l) {
+    case Level::kDebug: return "debug";
+    case Level::kInfo: return "info";
+    case Level::kWarn: return "warn";
+    case Level::kError: return "error";
+  }
+  return "info";
+}
+}  // namespace
+
+void set_log_level(Level level) { g_level = static_cast<int>(level); }
+
+bool parse_log_level(std::string_view text, Level& out) {
+  if (text == "debug") out = Level::kDebug;
+  else if (text == "info") out = Level::kInfo;
+  else if (text == "warn") out = Level::kWarn;
+  else if (text == "error") out = Level::kError;
+  else return false;
+  return true;
+}
+
+bool log_enabled(Level level) { return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed); }
+
+void log(Level level, std::string_view msg, nlohmann::json fields) {
+  if (!log_enabled(level)) return;
+  nlohmann::json line = nlohmann::json::object();
+  line["ts"] = timestamp();
+  line["level"] = name(level);
+  line["msg"] = msg;
+  if (fields.is_object())
+    for (auto& [k, v] : fields.items()) line[k] = std::move(v);
+  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  text += '\n';
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::size_t off = 0;
+  while (off < text.size()) {
+    auto n = ::write(STDERR_FILENO, text.data() + off, text.size() - off);
+    if (n <= 0) break;
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace shmguard::server

@@ -1,0 +1,278 @@
+// The webhook server (see server.h). The data path is:
+// bytes -> admission::handle_review (AdmissionReview -> pod -> inject -> patch) -> bytes.
+#include "server/server.h"
+
+#include <openssl/err.h>
+
+#include <chrono>
+
+#include "admission/review.h"
+#include "server/log.h"
+
+namespace shmguard::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// TLS 1.2 suites: ECDHE key exchange with AEAD ciphers only. TLS 1.3 suites are all AEAD.
+constexpr const char* kTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+bool json_content_type(const std::string* ct) {
+  if (!ct) return false;
+  std::string lower;
+  for (char c : *ct) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string media = lower.substr(0, lower.find(';'));
+  while (!media.empty() && media.back() == ' ') media.pop_back();
+  return media == "application/json";
+}
+
+std::string openssl_error() {
+  unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
+}
+
+}  // namespace
+
+WebhookServer::WebhookServer(ServeOptions opts)
+    : opts_(std::move(opts)), certs_(opts_.cert_file, opts_.key_file) {}
+
+WebhookServer::~WebhookServer() {
+  shutdown();
+  wait();
+  if (ssl_ctx_) SSL_CTX_free(ssl_ctx_);
+}
+
+std::shared_ptr<const config::Config> WebhookServer::config() const {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  return config_;
+}
+
+bool WebhookServer::setup_tls(std::string& err) {
+  ssl_ctx_ = SSL_CTX_new(TLS_server_method());
+  if (!ssl_ctx_) {
+    err = "SSL_CTX_new: " + openssl_error();
+    return false;
+  }
+  int min = opts_.tls_min_version == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION;
+  SSL_CTX_set_min_proto_version(ssl_ctx_, min);
+  SSL_CTX_set_options(ssl_ctx_, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                                    SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_mode(ssl_ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                                 SSL_MODE_RELEASE_BUFFERS);
+  if (SSL_CTX_set_cipher_list(ssl_ctx_, kTls12Ciphers) != 1) {
+    err = "cipher list: " + openssl_error();
+    return false;
+  }
+  // Only HTTP/1.1 is spoken; no ALPN callback means h2 is never negotiated.
+  SSL_CTX_set_session_cache_mode(ssl_ctx_, SSL_SESS_CACHE_SERVER);
+  certs_.attach(ssl_ctx_);
+  return true;
+}
+
+bool WebhookServer::start(std::string& err) {
+  if (opts_.tls_min_version != "1.2" && opts_.tls_min_version != "1.3") {
+    err = "--tls-min-version must be 1.2 or 1.3";
+    return false;
+  }
+  if (!certs_.load(err)) {
+    err = "loading the serving certificate: " + err;
+    return false;
+  }
+  auto pair = certs_.current();
+  metrics_.set_cert_expiry(static_cast<double>(pair->not_after));
+  log(Level::kInfo, "certificate loaded", {{"subject", pair->subject}, {"not_after", pair->not_after}});
+
+  if (opts_.config_file.empty()) {
+    config_ = std::make_shared<const config::Config>();
+  } else {
+    config_stamp_ = stamp_of(opts_.config_file);
+    auto r = config::load_config_file(opts_.config_file);
+    if (!r.ok) {
+      err = r.error;
+      return false;
+    }
+    config_ = std::make_shared<const config::Config>(std::move(r.config));
+  }
+  if (!setup_tls(err)) return false;
+
+  LoopOptions lo;
+  lo.threads = opts_.threads > 0 ? opts_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  lo.max_body_bytes = opts_.max_body_bytes;
+  lo.request_timeout_ms = opts_.request_timeout_ms;
+  lo.idle_timeout_ms = opts_.idle_timeout_ms;
+  auto reject = [this](int status) {
+    metrics_.http_response(status);
+    metrics_.admission("rejected", "http-" + std::to_string(status), 0, 0);
+  };
+  https_ = std::make_unique<EventLoopServer>(
+      lo, ssl_ctx_, [this](const HttpRequest& q, HttpResponse& s) { handle_https(q, s); }, reject);
+  if (!https_->bind(opts_.bind_address, opts_.port, err)) return false;
+  port_ = https_->port();
+  if (opts_.metrics_port >= 0) {
+    LoopOptions mo = lo;
+    mo.threads = 1;
+    mo.max_body_bytes = 64 * 1024;
+    mo.max_connections = 256;
+    http_ = std::make_unique<EventLoopServer>(mo, nullptr,
+                                              [this](const HttpRequest& q, HttpResponse& s) { handle_http(q, s); });
+    if (!http_->bind(opts_.bind_address, opts_.metrics_port, err)) return false;
+    metrics_port_ = http_->port();
+    http_->start();
+  }
+  https_->start();
+  reload_thread_ = std::thread([this] { reload_loop(); });
+  ready_ = true;
+  log(Level::kInfo, "serving",
+      {{"port", port_}, {"metrics_port", metrics_port_}, {"tls_min_version", opts_.tls_min_version},
+       {"threads", lo.threads}});
+  return true;
+}
+
+bool WebhookServer::health(const HttpRequest& req, HttpResponse& res) {
+  if (req.path == "/healthz") {
+    res.body = "ok\n";
+    return true;
+  }
+  if (req.path == "/readyz") {
+    if (ready_) {
+      res.body = "ok\n";
+    } else {
+      res.status = 503;
+      res.body = "shutting down\n";
+    }
+    return true;
+  }
+  return false;
+}
+
+void WebhookServer::handle_http(const HttpRequest& req, HttpResponse& res) {
+  if (req.method != "GET" && req.method != "HEAD") {
+    res.status = 405;
+    res.body = "use GET\n";
+    return;
+  }
+  if (health(req, res)) return;
+  if (req.path == "/metrics") {
+    res.content_type = "text/plain; version=0.0.4";
+    res.body = metrics_.render();
+    return;
+  }
+  res.status = 404;
+  res.body = "not found\n";
+}
+
+void WebhookServer::handle_https(const HttpRequest& req, HttpResponse& res) {
+  if (req.path != "/mutate") {
+    if (req.method == "GET" && health(req, res)) return;
+    res.status = 404;
+    res.body = "not found: POST /mutate\n";
+    metrics_.http_response(404);
+    return;
+  }
+  if (req.method != "POST") {
+    res.status = 405;
+    res.body = "use POST\n";
+    metrics_.http_response(405);
+    return;
+  }
+  auto start = Clock::now();
+  if (!json_content_type(req.header("content-type"))) {
+    res.status = 415;
+    res.body = "Content-Type must be application/json\n";
+    metrics_.admission("rejected", "content-type", 0, 0);
+    metrics_.http_response(415);
+    return;
+  }
+  auto cfg = config();
+  auto out = admission::handle_review(req.body, *cfg);
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  res.status = out.http_status;
+  if (out.is_review) {
+    res.content_type = "application/json";
+    res.body = std::move(out.body);
+  } else {
+    res.body = out.body + "\n";
+  }
+  metrics_.admission(out.decision, out.reason, secs, out.size_bytes);
+  metrics_.http_response(out.http_status);
+  Level lvl = out.decision == "error" ? Level::kError : out.decision == "rejected" ? Level::kWarn : Level::kInfo;
+  if (log_enabled(lvl)) {
+    nlohmann::json f = {{"uid", out.uid},       {"namespace", out.namespace_name}, {"pod", out.pod},
+                        {"decision", out.decision}, {"reason", out.reason},       {"latency_ms", secs * 1000.0}};
+    if (!out.size.empty()) f["size"] = out.size;
+    if (!out.warnings.empty()) f["warnings"] = out.warnings;
+    if (!out.error.empty()) f["error"] = out.error;
+    if (out.decision == "rejected") f["error"] = res.body.substr(0, 200);
+    log(lvl, "admission", std::move(f));
+  }
+}
+
+void WebhookServer::check_reload() {
+  if (certs_.changed()) {
+    std::string err;
+    if (certs_.load(err)) {
+      auto pair = certs_.current();
+      metrics_.cert_reload(true);
+      metrics_.set_cert_expiry(static_cast<double>(pair->not_after));
+      log(Level::kInfo, "certificate reloaded", {{"subject", pair->subject}, {"not_after", pair->not_after}});
+    } else {
+      metrics_.cert_reload(false);
+      log(Level::kError, "certificate reload failed; keeping the previous certificate", {{"error", err}});
+    }
+  }
+  if (!opts_.config_file.empty()) {
+    auto st = stamp_of(opts_.config_file);
+    if (!(st == config_stamp_)) {
+      config_stamp_ = st;
+      auto r = config::load_config_file(opts_.config_file);
+      if (r.ok) {
+        std::lock_guard<std::mutex> lock(config_mu_);
+        config_ = std::make_shared<const config::Config>(std::move(r.config));
+        metrics_.config_reload(true);
+        log(Level::kInfo, "config reloaded", {{"file", opts_.config_file}});
+      } else {
+        metrics_.config_reload(false);
+        log(Level::kError, "config reload failed; keeping the previous config", {{"error", r.error}});
+      }
+    }
+  }
+}
+
+void WebhookServer::reload_loop() {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  while (!stopping_) {
+    stop_cv_.wait_for(lock, std::chrono::milliseconds(opts_.reload_interval_ms));
+    if (stopping_) break;
+    lock.unlock();
+    check_reload();
+    lock.lock();
+  }
+}
+
+void WebhookServer::shutdown() {
+  if (stopping_.exchange(true)) return;
+  ready_ = false;
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+  }
+  stop_cv_.notify_all();
+  if (!https_) return;
+  log(Level::kInfo, "shutting down: readiness false, draining", {{"delay_ms", opts_.shutdown_delay_ms}});
+  // Keep serving while endpoints controllers notice the readiness change.
+  if (opts_.shutdown_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opts_.shutdown_delay_ms));
+  https_->stop();
+  if (http_) http_->stop();
+  log(Level::kInfo, "stopped");
+}
+
+void WebhookServer::wait() {
+  if (reload_thread_.joinable()) reload_thread_.join();
+}
+
+}  // namespace shmguard::server

@@ -1,0 +1,81 @@
+// `shmguard serve`: the HTTPS webhook listener, the plain metrics/health listener, certificate
+// and config reload, and graceful shutdown. Knows HTTP and TLS; never looks at pod fields.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "config/config.h"
+#include "server/cert_store.h"
+#include "server/event_loop.h"
+#include "server/metrics.h"
+
+
+namespace shmguard::server {
+
+struct ServeOptions {
+  std::string cert_file;
+  std::string key_file;
+  std::string config_file;  // empty: built-in defaults
+  std::string bind_address = "0.0.0.0";
+  int port = 8443;          // 0 picks a free port (logged)
+  int metrics_port = 9090;  // 0 picks a free port (logged); -1 disables
+  std::string tls_min_version = "1.2";
+  std::size_t max_body_bytes = 8 * 1024 * 1024;
+  int threads = 0;                   // event-loop threads for the webhook port; 0: one per core
+  int request_timeout_ms = 10000;    // TLS handshake + whole request, from its first byte
+  int idle_timeout_ms = 90000;       // keep-alive connection between requests
+  int reload_interval_ms = 1000;     // how often cert/config files are checked
+  int shutdown_delay_ms = 1000;      // readiness false -> stop accepting
+};
+
+class WebhookServer {
+ public:
+  explicit WebhookServer(ServeOptions opts);
+  ~WebhookServer();
+
+  // Loads certificate and config, binds both ports. False with `err` on failure.
+  bool start(std::string& err);
+  // Blocks until shutdown() completes the drain.
+  void wait();
+  // Readiness goes false, new work is refused after the delay, in-flight requests finish.
+  void shutdown();
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+
+ private:
+  void reload_loop();
+  void check_reload();
+  std::shared_ptr<const config::Config> config() const;
+  bool setup_tls(std::string& err);
+  void handle_https(const HttpRequest& req, HttpResponse& res);
+  void handle_http(const HttpRequest& req, HttpResponse& res);
+  bool health(const HttpRequest& req, HttpResponse& res);
+
+  ServeOptions opts_;
+  CertStore certs_;
+  Metrics metrics_;
+  mutable std::mutex config_mu_;
+  std::shared_ptr<const config::Config> config_;
+  config::ConfigResult last_config_;
+  FileStamp config_stamp_;
+
+  SSL_CTX* ssl_ctx_ = nullptr;
+  std::unique_ptr<EventLoopServer> https_;
+  std::unique_ptr<EventLoopServer> http_;
+  std::thread reload_thread_;
+  bool waited_ = false;
+  int port_ = 0;
+  int metrics_port_ = 0;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> stopping_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+};
+
+}  // namespace shmguard::server

@@ -1,0 +1,40 @@
+// The /dev/shm sizing formula from DESIGN.md: DataLoader parameters -> sizeLimit, with the arithmetic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace shmguard::sizing {
+
+struct SizingInput {
+  std::optional<std::uint64_t> batch_size;
+  std::optional<std::uint64_t> num_workers;
+  std::optional<std::uint64_t> sample_size;      // bytes
+  std::optional<std::uint64_t> prefetch_factor;  // default from config
+  std::optional<std::uint64_t> procs;            // default 1
+  std::optional<std::uint64_t> explicit_size;    // bytes; wins over the formula
+  std::optional<std::uint64_t> memory_limit;     // bytes; the pod's, when it has one
+  bool procs_from_gpus = false;                  // for the explanation only
+};
+
+enum class SizeSource { kFormula, kExplicit, kDefault };
+
+struct SizingResult {
+  std::uint64_t bytes = 0;     // the sizeLimit to set
+  std::uint64_t need = 0;      // what the formula asked for before rounding and clamping
+  SizeSource source = SizeSource::kDefault;
+  bool exceeds_memory_limit = false;
+  std::string explanation;     // one line: the arithmetic
+  std::vector<std::string> warnings;
+};
+
+// True when the three annotations that drive the formula are all present.
+bool has_formula_inputs(const SizingInput& in);
+
+SizingResult compute_size(const SizingInput& in, const config::SizingConfig& cfg);
+
+}  // namespace shmguard::sizing

@@ -1,0 +1,47 @@
+// Kubernetes resource quantities: parse every form the API accepts, format sizes canonically.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace shmguard::sizing {
+
+constexpr std::uint64_t kKi = 1024ULL;
+constexpr std::uint64_t kMi = kKi * 1024ULL;
+constexpr std::uint64_t kGi = kMi * 1024ULL;
+constexpr std::uint64_t kTi = kGi * 1024ULL;
+
+// Result of parsing a quantity as a byte count.
+struct ParsedQuantity {
+  bool ok = false;
+  std::uint64_t bytes = 0;   // rounded up to whole bytes; saturated when `saturated`
+  bool saturated = false;    // the value did not fit in 63 bits
+  bool negative = false;     // a syntactically valid but negative quantity (bytes is 0)
+  std::string error;         // why it was rejected, when !ok
+};
+
+// Parses a Kubernetes quantity ("1Gi", "1536Mi", "1.5G", "1e9", "500M", "0.5Gi", "1024")
+// into bytes. Fractions of a byte round up, as resource.Quantity.Value() does.
+// Never throws. Negative values parse (ok) with `negative` set so callers can reject them
+// with their own wording.
+ParsedQuantity parse_quantity(std::string_view text);
+
+// Formats bytes with the largest binary suffix that divides it exactly
+// ("8Gi", "1280Mi", "1536Ki"); plain digits when not a multiple of 1Ki.
+std::string format_quantity(std::uint64_t bytes);
+
+// Saturating arithmetic used by the formula; `overflow` is set once any step saturates.
+struct Saturating {
+  std::uint64_t limit;
+  bool overflow = false;
+  std::uint64_t mul(std::uint64_t a, std::uint64_t b);
+  std::uint64_t add(std::uint64_t a, std::uint64_t b);
+};
+
+}  // namespace shmguard::sizing
+
+namespace shmguard::sizing {
+// For explanations: the canonical form when it is exact to 1Ki, else "117.7Mi"-style.
+std::string format_human(std::uint64_t bytes);
+}  // namespace shmguard::sizing
