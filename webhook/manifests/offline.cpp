@@ -165,6 +165,7 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
       rep.kind = ref.kind;
       rep.name = ref.name;
       rep.path = ref.path;
+      rep.pointer = ref.pointer;
       inject::InjectOptions opts;
       opts.assume_training = ref.training_kind;
       rep.result = inject::inject_pod(doc->at(json::json_pointer(ref.pointer)), cfg_, opts);

@@ -22,6 +22,7 @@ struct TemplateReport {
   std::string kind;
   std::string name;
   std::string path;
+  std::string pointer;  // JSON pointer of the template within its document
   inject::InjectResult result;
 
   // "would inject 12Gi", "ok", "too small: has 1Gi, needs 12Gi", "skipped: ..."

@@ -147,8 +147,11 @@ json convert(const YAML::Node& n, std::size_t& budget) {
 YAML::Node from_json(const json& j) {
   switch (j.type()) {
     case json::value_t::object: {
+      // Kubernetes writes "name" first in volumes and mounts; keep that reading order.
       YAML::Node m(YAML::NodeType::Map);
-      for (const auto& [k, v] : j.items()) m[k] = from_json(v);
+      if (auto n = j.find("name"); n != j.end()) m["name"] = from_json(*n);
+      for (const auto& [k, v] : j.items())
+        if (k != "name") m[k] = from_json(v);
       return m;
     }
     case json::value_t::array: {

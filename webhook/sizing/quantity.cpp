@@ -85,7 +85,17 @@ ParsedQuantity parse_quantity(std::string_view text) {
   std::string_view rest = text.substr(i);
   int base = 10;
   int exp = 0;
-  if (!rest.empty() && (rest[0] == 'e' || rest[0] == 'E')) {
+  // Suffixes first: "Ei" and "E" are units, not exponents.
+  bool found = false;
+  for (const auto& s : kSuffixes) {
+    if (rest == s.text) {
+      base = s.base;
+      exp = s.exp;
+      found = true;
+      break;
+    }
+  }
+  if (!found && !rest.empty() && (rest[0] == 'e' || rest[0] == 'E')) {
     std::size_t j = 1;
     bool eneg = false;
     if (j < rest.size() && (rest[j] == '+' || rest[j] == '-')) {
@@ -97,23 +107,14 @@ ParsedQuantity parse_quantity(std::string_view text) {
     for (; j < rest.size(); ++j) {
       if (rest[j] < '0' || rest[j] > '9') return fail("invalid exponent");
       e = e * 10 + (rest[j] - '0');
-      if (e > 1000) return fail("exponent out of range");
+      if (e > 100) return fail("exponent out of range");
     }
     exp = eneg ? -e : e;
-  } else {
-    bool found = false;
-    for (const auto& s : kSuffixes) {
-      if (rest == s.text) {
-        base = s.base;
-        exp = s.exp;
-        found = true;
-        break;
-      }
-    }
-    if (!found) {
-      return fail("unknown suffix \"" + std::string(rest) +
-                  "\" (use Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent)");
-    }
+    found = true;
+  }
+  if (!found) {
+    return fail("unknown suffix \"" + std::string(rest) +
+                "\" (use Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent)");
   }
 
   ParsedQuantity q;

@@ -1,0 +1,130 @@
+// Real-world manifests (../shared/corpus, read-only): every file goes through `mutate`; files
+// without changes come out identical; Kubeflow job templates are injected unless they already
+// mount /dev/shm; removing shmguard's additions gives back the parsed input; and the webhook
+// path agrees with the offline path on every template.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "admission/review.h"
+#include "manifests/offline.h"
+#include "manifests/templates.h"
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+using namespace shmguard;
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> corpus_files() {
+  std::vector<std::string> out;
+  fs::path dir = SHMGUARD_CORPUS_DIR;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() != ".md") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Undoes a template's patch (only "add" operations are expected) on `doc`, last operation first.
+void undo_patch(json& doc, const std::string& prefix, const json& patch) {
+  for (auto it = patch.rbegin(); it != patch.rend(); ++it) {
+    ASSERT_EQ((*it)["op"], "add") << it->dump();
+    std::string path = prefix + (*it)["path"].get<std::string>();
+    if (path.size() >= 2 && path.compare(path.size() - 2, 2, "/-") == 0) {
+      json& arr = doc.at(json::json_pointer(path.substr(0, path.size() - 2)));
+      arr.erase(arr.end() - 1);
+    } else {
+      json::json_pointer ptr(path);
+      doc.at(ptr.parent_pointer()).erase(ptr.back());
+    }
+  }
+}
+
+class Corpus : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
+  const std::string path = GetParam();
+  const std::string input = test::read_file(path);
+  config::Config cfg;
+  std::ostringstream out;
+  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
+  std::istringstream in(input);
+  std::string err;
+  ASSERT_TRUE(runner.process(path, in, err)) << err;
+
+  bool any_mutated = false;
+  for (const auto& r : runner.reports()) {
+    any_mutated = any_mutated || r.result.mutated();
+    bool kubeflow_job = r.kind == "PyTorchJob" || r.kind == "TFJob" || r.kind == "MPIJob";
+    if (kubeflow_job) {
+      EXPECT_TRUE(r.result.mutated() || r.result.reason == "user-managed" || r.result.reason == "opted-out")
+          << r.file << " " << r.path << ": " << r.result.summary;
+    }
+  }
+  if (!any_mutated) {
+    EXPECT_EQ(out.str(), input) << "nothing injected, so the file must come out byte-for-byte";
+    return;
+  }
+  auto before = test::yaml_documents(input);
+  auto after = test::yaml_documents(out.str());
+  ASSERT_EQ(before.size(), after.size());
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    // Offline and webhook agree on every template of this document.
+    auto templates = manifests::find_templates(before[i]);
+    auto mutated_templates = manifests::find_templates(after[i]);
+    ASSERT_EQ(templates.size(), mutated_templates.size());
+    for (std::size_t k = 0; k < templates.size(); ++k) {
+      json pod = before[i].at(json::json_pointer(templates[k].pointer));
+      if (templates[k].training_kind) {
+        // In the cluster the operator labels these pods; the webhook recognises them by that label.
+        pod["metadata"]["labels"]["training.kubeflow.org/job-name"] = "x";
+      }
+      auto outcome = admission::handle_review(test::admission_review("admission.k8s.io/v1", pod).dump(), cfg);
+      json resp = json::parse(outcome.body)["response"];
+      json offline = after[i].at(json::json_pointer(mutated_templates[k].pointer));
+      if (!resp.contains("patch")) {
+        EXPECT_EQ(offline, before[i].at(json::json_pointer(templates[k].pointer))) << templates[k].path;
+        continue;
+      }
+      json webhook = pod.patch(json::parse(test::base64_decode(resp["patch"])));
+      EXPECT_EQ(webhook["spec"], offline["spec"]) << templates[k].path;
+      EXPECT_EQ(webhook["metadata"]["annotations"], offline["metadata"]["annotations"]) << templates[k].path;
+    }
+    for (const auto& r : runner.reports())
+      if (r.document == static_cast<int>(i) + 1 && r.result.mutated()) undo_patch(after[i], r.pointer, r.result.patch);
+    EXPECT_EQ(after[i], before[i]) << "document " << i + 1 << " changed beyond shmguard's additions";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, Corpus, ::testing::ValuesIn(corpus_files()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = fs::path(info.param).filename().string();
+                           std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+                           return n + "_" + std::to_string(info.index);
+                         });
+
+TEST(CorpusSuite, HasTheSixtyFiles) {
+  if (corpus_files().empty()) GTEST_SKIP() << "corpus not found at " << SHMGUARD_CORPUS_DIR;
+  EXPECT_EQ(corpus_files().size(), 60u);
+}
+
+TEST(CorpusSuite, ExistingDevShmIsLeftAlone) {
+  // The PaddleJob example mounts its own /dev/shm: user-managed, not patched.
+  fs::path p = fs::path(SHMGUARD_CORPUS_DIR) / "kubeflow__training-operator/examples__paddlepaddle__simple-gpu.yaml";
+  if (!fs::exists(p)) GTEST_SKIP() << "corpus not found";
+  std::ostringstream out;
+  config::Config cfg;
+  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
+  std::ifstream in(p);
+  std::string err;
+  ASSERT_TRUE(runner.process(p.string(), in, err)) << err;
+  ASSERT_FALSE(runner.reports().empty());
+  for (const auto& r : runner.reports()) EXPECT_EQ(r.result.reason, "user-managed");
+  EXPECT_EQ(out.str(), test::read_file(p));
+}
+
+}  // namespace

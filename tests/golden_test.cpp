@@ -1,0 +1,129 @@
+// Golden tests: tests/golden/<case>.yaml pods in, <case>.golden.yaml out. Every case runs through
+// the offline path (what `shmguard mutate` prints) and the webhook path (AdmissionReview ->
+// base64 JSON patch -> applied to the input), and both must produce the golden pod.
+// REFRESH_GOLDEN=1 rewrites the golden files.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "admission/review.h"
+#include "config/config.h"
+#include "inject/inject.h"
+#include "manifests/offline.h"
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+using namespace shmguard;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kDir = SHMGUARD_GOLDEN_DIR;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<std::string> cases() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(kDir)) {
+    auto name = e.path().filename().string();
+    if (!ends_with(name, ".yaml") || ends_with(name, ".golden.yaml") || ends_with(name, ".config.yaml")) continue;
+    out.push_back(name.substr(0, name.size() - 5));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+config::Config config_for(const std::string& name) {
+  auto path = kDir / (name + ".config.yaml");
+  if (!fs::exists(path)) return {};
+  auto r = config::load_config_file(path.string());
+  if (!r.ok) throw std::runtime_error(r.error);
+  return r.config;
+}
+
+class Golden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Golden, OfflineAndWebhookAgreeWithGolden) {
+  const std::string name = GetParam();
+  const auto cfg = config_for(name);
+  const std::string input = test::read_file(kDir / (name + ".yaml"));
+
+  // Offline path.
+  std::ostringstream out;
+  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
+  std::istringstream in(input);
+  std::string err;
+  ASSERT_TRUE(runner.process(name + ".yaml", in, err)) << err;
+  ASSERT_EQ(runner.reports().size(), 1u) << "a golden case holds exactly one pod";
+  const auto& report = runner.reports()[0];
+
+  std::string actual = "# decision: " + report.decision_text(true) + "\n# because: " + report.result.because + "\n";
+  for (const auto& w : report.result.warnings) actual += "# warning: " + w + "\n";
+  if (report.result.sizing) actual += "# sizing: " + report.result.sizing->explanation + "\n";
+  actual += out.str();
+
+  const auto golden_path = kDir / (name + ".golden.yaml");
+  if (std::getenv("REFRESH_GOLDEN")) {
+    test::write_file(golden_path, actual);
+  }
+  ASSERT_TRUE(fs::exists(golden_path)) << "missing " << golden_path << " (run with REFRESH_GOLDEN=1)";
+  EXPECT_EQ(test::read_file(golden_path), actual) << "golden differs; REFRESH_GOLDEN=1 rewrites it";
+
+  // Webhook path on the same pod.
+  const json pod = test::yaml_documents(input).at(0);
+  auto outcome = admission::handle_review(test::admission_review("admission.k8s.io/v1", pod).dump(), cfg);
+  ASSERT_EQ(outcome.http_status, 200) << outcome.body;
+  const json response = json::parse(outcome.body)["response"];
+  EXPECT_EQ(response["allowed"], true);
+  json expected_warnings = json::array();
+  for (const auto& w : report.result.warnings) expected_warnings.push_back(admission::sanitize_warning(w));
+  EXPECT_EQ(response.value("warnings", json::array()), expected_warnings);
+
+  const json offline_pod = test::yaml_documents(out.str()).at(0);
+  if (report.result.mutated()) {
+    ASSERT_TRUE(response.contains("patch"));
+    EXPECT_EQ(response["patchType"], "JSONPatch");
+    const json patch = json::parse(test::base64_decode(response["patch"]));
+    const json webhook_pod = pod.patch(patch);
+    EXPECT_EQ(webhook_pod, offline_pod) << "offline and webhook paths disagree";
+    // The engine's own patch reproduces its patched pod.
+    auto direct = inject::inject_pod(pod, cfg);
+    EXPECT_EQ(pod.patch(direct.patch), direct.patched);
+    // Idempotent: a second admission of the result changes nothing.
+    auto again = admission::handle_review(test::admission_review("admission.k8s.io/v1", webhook_pod).dump(), cfg);
+    EXPECT_FALSE(json::parse(again.body)["response"].contains("patch"));
+  } else {
+    EXPECT_FALSE(response.contains("patch"));
+    EXPECT_EQ(out.str(), input) << "an unchanged document must come out byte-for-byte";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Golden, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;
+                           std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+                           return n;
+                         });
+
+TEST(GoldenSuite, EveryGoldenHasAnInput) {
+  for (const auto& e : fs::directory_iterator(kDir)) {
+    auto name = e.path().filename().string();
+    if (ends_with(name, ".golden.yaml")) {
+      auto input = kDir / (name.substr(0, name.size() - 12) + ".yaml");
+      EXPECT_TRUE(fs::exists(input)) << name << " has no input " << input;
+    }
+    if (ends_with(name, ".config.yaml")) {
+      auto input = kDir / (name.substr(0, name.size() - 12) + ".yaml");
+      EXPECT_TRUE(fs::exists(input)) << name << " configures no case";
+    }
+  }
+}
+
+TEST(GoldenSuite, CoversAtLeast25Cases) { EXPECT_GE(cases().size(), 25u); }
+
+}  // namespace

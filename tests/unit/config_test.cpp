@@ -1,0 +1,105 @@
+// Config loading: defaults, every key, and clear errors for bad input.
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+using namespace shmguard;
+using namespace shmguard::config;
+
+TEST(Config, EmptyGivesDefaults) {
+  auto r = parse_config("");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.config.sizing.prefetch_factor, 2u);
+  EXPECT_EQ(r.config.sizing.headroom_milli, 1500u);
+  EXPECT_EQ(r.config.sizing.base, 256 * sizing::kMi);
+  EXPECT_EQ(r.config.sizing.nccl_per_process, 64 * sizing::kMi);
+  EXPECT_EQ(r.config.sizing.min, sizing::kGi);
+  EXPECT_EQ(r.config.sizing.max, 64 * sizing::kGi);
+  EXPECT_EQ(r.config.sizing.default_size, 8 * sizing::kGi);
+  EXPECT_EQ(r.config.selection.label_keys.size(), 3u);
+  EXPECT_EQ(r.config.selection.image_globs, std::vector<std::string>{"*pytorch*"});
+  EXPECT_FALSE(r.config.selection.inject_init_containers);
+}
+
+TEST(Config, EveryKey) {
+  auto r = parse_config(R"(
+sizing:
+  prefetchFactor: 3
+  headroom: 1.25
+  base: 128Mi
+  ncclPerProcess: 32Mi
+  min: 512Mi
+  max: 32Gi
+  default: 4Gi
+selection:
+  labelKeys: [team/training]
+  imageGlobs: ["*torch*", "ghcr.io/acme/*"]
+  injectInitContainers: true
+  injectEphemeralContainers: true
+)");
+  ASSERT_TRUE(r.ok) << r.error;
+  const auto& c = r.config;
+  EXPECT_EQ(c.sizing.prefetch_factor, 3u);
+  EXPECT_EQ(c.sizing.headroom_milli, 1250u);
+  EXPECT_EQ(c.sizing.base, 128 * sizing::kMi);
+  EXPECT_EQ(c.sizing.nccl_per_process, 32 * sizing::kMi);
+  EXPECT_EQ(c.sizing.min, 512 * sizing::kMi);
+  EXPECT_EQ(c.sizing.max, 32 * sizing::kGi);
+  EXPECT_EQ(c.sizing.default_size, 4 * sizing::kGi);
+  EXPECT_EQ(c.selection.label_keys, std::vector<std::string>{"team/training"});
+  EXPECT_EQ(c.selection.image_globs.size(), 2u);
+  EXPECT_TRUE(c.selection.inject_init_containers);
+  EXPECT_TRUE(c.selection.inject_ephemeral_containers);
+}
+
+TEST(Config, ErrorsNameTheKey) {
+  struct Case {
+    const char* yaml;
+    const char* expect;
+  } cases[] = {
+      {"sizing:\n  maxx: 1Gi\n", "sizing.maxx"},
+      {"bogus: 1\n", "bogus"},
+      {"sizing:\n  max: lots\n", "sizing.max"},
+      {"sizing:\n  min: 2Gi\n  max: 1Gi\n", "sizing.min"},
+      {"sizing:\n  default: 128Gi\n", "sizing.default"},
+      {"sizing:\n  headroom: 0.5\n", "sizing.headroom"},
+      {"sizing:\n  headroom: x\n", "sizing.headroom"},
+      {"sizing:\n  prefetchFactor: 0\n", "sizing.prefetchFactor"},
+      {"sizing:\n  base: -1Mi\n", "sizing.base"},
+      {"selection:\n  labelKeys: team\n", "selection.labelKeys"},
+      {"selection:\n  injectInitContainers: maybe\n", "selection.injectInitContainers"},
+      {"sizing: [1, 2]\n", "sizing"},
+      {"- a\n- b\n", "expected a mapping"},
+      {"sizing: {max: 1Gi\n", "invalid YAML"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_config(c.yaml);
+    EXPECT_FALSE(r.ok) << c.yaml;
+    EXPECT_NE(r.error.find(c.expect), std::string::npos) << "error \"" << r.error << "\" for " << c.yaml;
+  }
+}
+
+TEST(Config, LoadFileNamesTheFile) {
+  auto r = load_config_file("/nonexistent/shmguard.yaml");
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("/nonexistent/shmguard.yaml"), std::string::npos);
+  char path[] = "/tmp/shmguard-config-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << "sizing:\n  max: 16Gi\n";
+  auto ok = load_config_file(path);
+  std::remove(path);
+  ASSERT_TRUE(ok.ok) << ok.error;
+  EXPECT_EQ(ok.config.sizing.max, 16 * sizing::kGi);
+}
+
+TEST(Config, HeadroomText) {
+  EXPECT_EQ(headroom_text(1500), "1.5");
+  EXPECT_EQ(headroom_text(2000), "2");
+  EXPECT_EQ(headroom_text(1025), "1.025");
+}

@@ -1,0 +1,156 @@
+// The injection engine: decisions, the patched pod, the JSON patch and idempotency.
+#include "inject/inject.h"
+
+#include <gtest/gtest.h>
+
+using namespace shmguard;
+using namespace shmguard::inject;
+using nlohmann::json;
+
+namespace {
+config::Config cfg;
+
+json training_pod() {
+  return json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "train", "labels": {"training.kubeflow.org/job-name": "j"},
+                 "annotations": {"shmguard.io/batch-size": "32", "shmguard.io/num-workers": "4",
+                                 "shmguard.io/sample-size": "1Mi", "shmguard.io/prefetch-factor": "4"}},
+    "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y",
+             "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+             "initContainers": [{"name": "init", "image": "z"}],
+             "volumes": [{"name": "data", "emptyDir": {}}]}
+  })");
+}
+}  // namespace
+
+TEST(Inject, AddsVolumeMountsAndAnnotations) {
+  auto r = inject_pod(training_pod(), cfg);
+  ASSERT_TRUE(r.mutated()) << r.summary;
+  EXPECT_EQ(r.reason, "injected");
+  EXPECT_EQ(r.size(), 1120 * sizing::kMi);
+  const auto& p = r.patched;
+  EXPECT_EQ(p["spec"]["volumes"].size(), 2u);
+  EXPECT_EQ(p["spec"]["volumes"][1],
+            json::parse(R"({"name":"shmguard-dshm","emptyDir":{"medium":"Memory","sizeLimit":"1120Mi"}})"));
+  EXPECT_EQ(p["spec"]["containers"][0]["volumeMounts"],
+            json::parse(R"([{"name":"shmguard-dshm","mountPath":"/dev/shm"}])"));
+  EXPECT_EQ(p["spec"]["containers"][1]["volumeMounts"].size(), 2u);
+  EXPECT_FALSE(p["spec"]["initContainers"][0].contains("volumeMounts"));
+  EXPECT_EQ(p["metadata"]["annotations"]["shmguard.io/injected-size"], "1120Mi");
+  EXPECT_NE(p["metadata"]["annotations"]["shmguard.io/sizing"].get<std::string>().find("576Mi"), std::string::npos);
+}
+
+TEST(Inject, PatchReproducesThePatchedPod) {
+  auto pod = training_pod();
+  auto r = inject_pod(pod, cfg);
+  EXPECT_EQ(pod.patch(r.patch), r.patched);
+  // Keys with '/' are escaped as ~1 in the patch.
+  EXPECT_NE(r.patch.dump().find("shmguard.io~1injected-size"), std::string::npos);
+}
+
+TEST(Inject, CreatesMissingFields) {
+  json pod = {{"spec", {{"containers", {{{"name", "c"}, {"image", "pytorch/pytorch"}}}}}}};
+  auto r = inject_pod(pod, cfg);
+  ASSERT_TRUE(r.mutated());
+  EXPECT_EQ(pod.patch(r.patch), r.patched);
+  EXPECT_TRUE(r.patched["metadata"]["annotations"].is_object());
+  EXPECT_EQ(r.size(), 8 * sizing::kGi);
+}
+
+TEST(Inject, NullFieldsAreReplaced) {
+  json pod = json::parse(R"({"metadata":{"annotations":null,"labels":{"shmguard.io/inject":"true"}},
+    "spec":{"volumes":null,"containers":[{"name":"c","volumeMounts":null}]}})");
+  auto r = inject_pod(pod, cfg);
+  ASSERT_TRUE(r.mutated());
+  EXPECT_EQ(pod.patch(r.patch), r.patched);
+}
+
+TEST(Inject, IdempotentOnItsOwnOutput) {
+  auto r = inject_pod(training_pod(), cfg);
+  auto again = inject_pod(r.patched, cfg);
+  EXPECT_FALSE(again.mutated());
+  EXPECT_EQ(again.reason, "already-injected");
+  EXPECT_TRUE(again.patch.empty());
+}
+
+TEST(Inject, InitContainersWhenConfigured) {
+  config::Config c;
+  c.selection.inject_init_containers = true;
+  auto r = inject_pod(training_pod(), c);
+  EXPECT_EQ(r.patched["spec"]["initContainers"][0]["volumeMounts"][0]["mountPath"], "/dev/shm");
+}
+
+TEST(Inject, UserManagedShmIsLeftAloneAndChecked) {
+  auto pod = training_pod();
+  pod["spec"]["volumes"].push_back({{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "1Gi"}}}});
+  pod["spec"]["containers"][0]["volumeMounts"] = {{{"name", "dshm"}, {"mountPath", "/dev/shm/"}}};
+  auto r = inject_pod(pod, cfg);
+  EXPECT_FALSE(r.mutated());
+  EXPECT_EQ(r.action, Action::kUserManaged);
+  EXPECT_TRUE(r.too_small);
+  EXPECT_EQ(r.summary, "too small: has 1Gi, needs 1120Mi");
+  ASSERT_FALSE(r.warnings.empty());
+  pod["spec"]["volumes"][1]["emptyDir"]["sizeLimit"] = "2Gi";
+  r = inject_pod(pod, cfg);
+  EXPECT_FALSE(r.too_small);
+  EXPECT_EQ(r.summary, "ok: /dev/shm already mounted (2Gi)");
+}
+
+TEST(Inject, BadAnnotationsWarnAndFallBack) {
+  auto pod = training_pod();
+  pod["metadata"]["annotations"]["shmguard.io/batch-size"] = "thirty-two";
+  pod["metadata"]["annotations"]["shmguard.io/prefetch-factor"] = "0";
+  auto r = inject_pod(pod, cfg);
+  ASSERT_TRUE(r.mutated());
+  EXPECT_EQ(r.size(), 8 * sizing::kGi);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_NE(r.warnings[0].find("shmguard.io/batch-size \"thirty-two\""), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[1].find("shmguard.io/prefetch-factor"), std::string::npos);
+}
+
+TEST(Inject, GpuLimitSetsProcesses) {
+  auto pod = training_pod();
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "4"}}}};
+  auto r = inject_pod(pod, cfg);
+  ASSERT_TRUE(r.sizing);
+  // 4 x 576Mi x 1.5 + 4 x 64Mi + 256Mi = 3456 + 256 + 256 = 3968Mi
+  EXPECT_EQ(r.size(), 3968 * sizing::kMi);
+  EXPECT_NE(r.sizing->explanation.find("(GPUs)"), std::string::npos);
+}
+
+TEST(Inject, MemoryLimitWarning) {
+  auto pod = training_pod();
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"memory", "512Mi"}}}};
+  pod["spec"]["containers"][1]["resources"] = {{"limits", {{"memory", "256Mi"}}}};
+  auto r = inject_pod(pod, cfg);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("768Mi"), std::string::npos) << r.warnings[0];
+  // Pod-level resources win over the container sum.
+  pod["spec"]["resources"] = {{"limits", {{"memory", "64Gi"}}}};
+  EXPECT_TRUE(inject_pod(pod, cfg).warnings.empty());
+}
+
+TEST(Inject, MalformedPodsAreSkippedWithAWarning) {
+  for (const char* text : {R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":"x"}})",
+                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":[1]}})",
+                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":[{}],"volumes":{}}})",
+                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"},"annotations":[]},"spec":{"containers":[{}]}})",
+                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":[{"volumeMounts":7}]}})",
+                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"}}})"}) {
+    auto r = inject_pod(json::parse(text), cfg);
+    EXPECT_FALSE(r.mutated()) << text;
+    EXPECT_EQ(r.reason, "invalid-pod") << text;
+    EXPECT_FALSE(r.warnings.empty()) << text;
+  }
+}
+
+TEST(Inject, SkipReasons) {
+  json p = {{"spec", {{"containers", {{{"name", "c"}, {"image", "nginx"}}}}}}};
+  EXPECT_EQ(inject_pod(p, cfg).reason, "not-training");
+  p["spec"]["hostIPC"] = true;
+  p["metadata"]["labels"]["shmguard.io/inject"] = "true";
+  EXPECT_EQ(inject_pod(p, cfg).reason, "host-ipc");
+  p["metadata"]["labels"]["shmguard.io/inject"] = "false";
+  EXPECT_EQ(inject_pod(p, cfg).reason, "opted-out");
+}

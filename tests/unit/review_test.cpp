@@ -1,0 +1,131 @@
+// AdmissionReview handling: versions, uid echo, base64 patch, skips, and bad requests.
+#include "admission/review.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../test_util.h"
+
+using namespace shmguard;
+using namespace shmguard::admission;
+using nlohmann::json;
+using shmguard::test::base64_decode;
+
+namespace {
+config::Config cfg;
+
+json review(const std::string& api_version, json pod, std::string op = "CREATE") {
+  json r = shmguard::test::admission_review(api_version, pod, "705ab4f5-6393-11e8-b7cc-42010a800002");
+  r["request"]["namespace"] = "ml";
+  r["request"]["operation"] = op;
+  r["request"]["dryRun"] = false;
+  r["request"]["oldObject"] = nullptr;
+  return r;
+}
+
+json training_pod() {
+  return json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"train-",
+    "labels":{"training.kubeflow.org/job-name":"j"}},
+    "spec":{"containers":[{"name":"c","image":"pytorch/pytorch:2.4.0"}]}})");
+}
+}  // namespace
+
+TEST(Review, V1InjectsWithBase64Patch) {
+  auto pod = training_pod();
+  auto out = handle_review(review("admission.k8s.io/v1", pod).dump(), cfg);
+  ASSERT_EQ(out.http_status, 200);
+  auto res = json::parse(out.body);
+  EXPECT_EQ(res["apiVersion"], "admission.k8s.io/v1");
+  EXPECT_EQ(res["kind"], "AdmissionReview");
+  EXPECT_EQ(res["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+  EXPECT_EQ(res["response"]["allowed"], true);
+  EXPECT_EQ(res["response"]["patchType"], "JSONPatch");
+  auto patch = json::parse(base64_decode(res["response"]["patch"]));
+  auto patched = pod.patch(patch);
+  EXPECT_EQ(patched["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "8Gi");
+  EXPECT_EQ(out.decision, "injected");
+  EXPECT_EQ(out.pod, "train-*");
+  EXPECT_EQ(out.namespace_name, "ml");
+  EXPECT_EQ(out.size, "8Gi");
+}
+
+TEST(Review, V1beta1IsEchoed) {
+  auto out = handle_review(review("admission.k8s.io/v1beta1", training_pod()).dump(), cfg);
+  EXPECT_EQ(json::parse(out.body)["apiVersion"], "admission.k8s.io/v1beta1");
+}
+
+TEST(Review, NonCreateAndNonPodAreAllowedWithoutPatch) {
+  auto out = handle_review(review("admission.k8s.io/v1", training_pod(), "UPDATE").dump(), cfg);
+  auto res = json::parse(out.body)["response"];
+  EXPECT_EQ(res["allowed"], true);
+  EXPECT_FALSE(res.contains("patch"));
+  EXPECT_EQ(out.reason, "not-create");
+  auto r = review("admission.k8s.io/v1", training_pod());
+  r["request"]["kind"]["kind"] = "Deployment";
+  r["request"]["kind"]["group"] = "apps";
+  out = handle_review(r.dump(), cfg);
+  EXPECT_FALSE(json::parse(out.body)["response"].contains("patch"));
+  EXPECT_EQ(out.reason, "not-a-pod");
+}
+
+TEST(Review, SkippedPodHasNoPatch) {
+  json pod = {{"metadata", {{"name", "web"}}}, {"spec", {{"containers", {{{"name", "c"}, {"image", "nginx"}}}}}}};
+  auto out = handle_review(review("admission.k8s.io/v1", pod).dump(), cfg);
+  auto res = json::parse(out.body)["response"];
+  EXPECT_EQ(res["allowed"], true);
+  EXPECT_FALSE(res.contains("patch"));
+  EXPECT_FALSE(res.contains("patchType"));
+  EXPECT_EQ(out.decision, "skipped");
+}
+
+TEST(Review, WarningsArePlainText) {
+  auto pod = training_pod();
+  pod["metadata"]["annotations"] = {{"shmguard.io/batch-size", "1\n2\x07"}};
+  auto out = handle_review(review("admission.k8s.io/v1", pod).dump(), cfg);
+  auto w = json::parse(out.body)["response"]["warnings"];
+  ASSERT_EQ(w.size(), 1u);
+  for (char c : w[0].get<std::string>()) EXPECT_GE(static_cast<unsigned char>(c), 0x20);
+}
+
+TEST(Review, BadRequestsAre400WithAMessage) {
+  for (const char* body : {"", "not json", "[]", "{}", R"({"kind":"AdmissionReview"})",
+                           R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1"})",
+                           R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v2","request":{"uid":"x"}})",
+                           R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":7}})",
+                           R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":[]})",
+                           "{\"a\":\"\xff\xfe\"}"}) {
+    auto out = handle_review(body, cfg);
+    EXPECT_EQ(out.http_status, 400) << body;
+    EXPECT_FALSE(out.body.empty()) << body;
+  }
+}
+
+TEST(Review, DeepNestingIsRefusedBeforeParsing) {
+  std::string deep(1000000, '[');
+  auto out = handle_review(deep, cfg);
+  EXPECT_EQ(out.http_status, 400);
+  EXPECT_NE(out.body.find("nests"), std::string::npos);
+  EXPECT_TRUE(json_depth_ok(R"({"a":"[[[[[[[[[[[[[[[[[[["})", 3));  // brackets inside strings don't count
+  EXPECT_TRUE(json_depth_ok(R"({"a":"\"[[[["})", 2));
+}
+
+TEST(Review, WrongTypesInsideTheRequestStillAdmit) {
+  auto r = review("admission.k8s.io/v1", json::array({1, 2}));
+  auto out = handle_review(r.dump(), cfg);
+  EXPECT_EQ(out.http_status, 200);
+  EXPECT_EQ(json::parse(out.body)["response"]["allowed"], true);
+  r = review("admission.k8s.io/v1", {{"metadata", "x"}, {"spec", {{"containers", "y"}}}});
+  r["request"]["kind"] = "Pod";
+  out = handle_review(r.dump(), cfg);
+  EXPECT_EQ(out.http_status, 200);
+  EXPECT_EQ(json::parse(out.body)["response"]["allowed"], true);
+}
+
+TEST(Base64, StandardWithPadding) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("\xfb\xff"), "+/8=");
+}
