@@ -28,10 +28,10 @@ Tri bool_value(const json* map, std::string_view key, std::string& raw) {
 
 }  // namespace
 
-std::string printable(std::string_view value) {
+std::string printable(std::string_view value, std::size_t max) {
   std::string out;
   for (char c : value) {
-    if (out.size() >= 40) {
+    if (out.size() >= max) {
       out += "...";
       break;
     }
@@ -160,7 +160,7 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool 
         auto repo = image_repository(image);
         for (const auto& g : cfg.image_globs) {
           if (glob_match(g, repo)) {
-            r.because = "image " + printable(image);
+            r.because = "image " + printable(image, 120);
             return r;
           }
         }

@@ -44,8 +44,8 @@ bool glob_match(std::string_view pattern, std::string_view text);
 // Returns false when the key is absent or the value is not a scalar.
 bool string_value(const nlohmann::json& map, std::string_view key, std::string& out);
 
-// A value safe to echo in a warning: control characters replaced, at most 40 characters.
-std::string printable(std::string_view value);
+// A value safe to echo in a warning: control characters replaced, at most `max` characters.
+std::string printable(std::string_view value, std::size_t max = 40);
 
 inline const std::vector<std::string_view>& sizing_annotation_keys() {
   static const std::vector<std::string_view> keys{kBatchSizeKey, kNumWorkersKey, kSampleSizeKey,
