@@ -48,8 +48,8 @@ struct Conn {
 };
 
 constexpr std::size_t kReadChunk = 16 * 1024;
-constexpr std::size_t kMaxLingerBytes = 256 * 1024;
-constexpr int kLingerMs = 1000;
+constexpr std::size_t kMaxLingerBytes = 32 * 1024 * 1024;  // lets a client finish sending an oversize body
+constexpr int kLingerMs = 2000;
 
 }  // namespace
 
