@@ -29,10 +29,6 @@ struct AdmissionOutcome {
 
 inline constexpr std::size_t kMaxJsonDepth = 128;
 
-// True when the JSON text nests no deeper than `max_depth` (checked before parsing, so a
-// hostile body cannot exhaust the stack of a recursive parser).
-bool json_depth_ok(std::string_view text, std::size_t max_depth);
-
 // Standard base64 with padding.
 std::string base64_encode(std::string_view bytes);
 

@@ -215,10 +215,64 @@ bool has_sizing_hints(const sizing::SizingInput& in) {
   return in.explicit_size.has_value() || sizing::has_formula_inputs(in);
 }
 
-void add_mount(json& container) {
-  json& mounts = container["volumeMounts"];
-  if (!mounts.is_array()) mounts = json::array();
-  mounts.push_back({{"name", kVolumeName}, {"mountPath", kShmPath}});
+std::string escape_pointer(std::string_view token) {
+  std::string out;
+  for (char c : token) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+// Adds `value` at `path` + "/" + key of `parent`: an "add" when the key is absent, a "replace"
+// when it holds null; `append` adds to an existing array instead.
+void add_or_append(json& ops, const json& parent, const std::string& path, const char* key, json value,
+                   const json& element) {
+  auto it = parent.find(key);
+  const std::string where = path + "/" + key;
+  if (it == parent.end()) {
+    ops.push_back({{"op", "add"}, {"path", where}, {"value", std::move(value)}});
+  } else if (it->is_array()) {
+    ops.push_back({{"op", "add"}, {"path", where + "/-"}, {"value", element}});
+  } else {
+    ops.push_back({{"op", "replace"}, {"path", where}, {"value", std::move(value)}});
+  }
+}
+
+json build_patch(const json& pod, const config::SelectionConfig& sel, const std::string& size_text,
+                 const std::string& explanation) {
+  json ops = json::array();
+  const json annotations = {{kInjectedSizeKey, size_text}, {kSizingKey, explanation}};
+  auto md = pod.find("metadata");
+  if (md == pod.end()) {
+    ops.push_back({{"op", "add"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
+  } else if (!md->is_object()) {
+    ops.push_back({{"op", "replace"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
+  } else {
+    auto an = md->find("annotations");
+    if (an == md->end()) {
+      ops.push_back({{"op", "add"}, {"path", "/metadata/annotations"}, {"value", annotations}});
+    } else if (!an->is_object()) {
+      ops.push_back({{"op", "replace"}, {"path", "/metadata/annotations"}, {"value", annotations}});
+    } else {
+      for (const auto& [k, v] : annotations.items())
+        ops.push_back({{"op", "add"}, {"path", "/metadata/annotations/" + escape_pointer(k)}, {"value", v}});
+    }
+  }
+  const json& spec = pod.at("spec");
+  const json volume = {{"name", kVolumeName}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", size_text}}}};
+  add_or_append(ops, spec, "/spec", "volumes", json::array({volume}), volume);
+  const json mount = {{"name", kVolumeName}, {"mountPath", kShmPath}};
+  for (const char* field : managed_container_fields(sel)) {
+    auto list = spec.find(field);
+    if (list == spec.end() || !list->is_array()) continue;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      add_or_append(ops, (*list)[i], std::string("/spec/") + field + "/" + std::to_string(i), "volumeMounts",
+                    json::array({mount}), mount);
+    }
+  }
+  return ops;
 }
 
 }  // namespace
@@ -288,29 +342,11 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   for (auto& w : s.warnings) r.warnings.push_back(w);
   const std::string size_text = format_quantity(s.bytes);
 
-  json patched = pod;
-  json& md = patched["metadata"];
-  if (!md.is_object()) md = json::object();
-  json& annotations = md["annotations"];
-  if (!annotations.is_object()) annotations = json::object();
-  annotations[kInjectedSizeKey] = size_text;
-  annotations[kSizingKey] = s.explanation;
-  json& pspec = patched["spec"];
-  json& vols = pspec["volumes"];
-  if (!vols.is_array()) vols = json::array();
-  vols.push_back({{"name", kVolumeName},
-                  {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", size_text}}}});
-  for (const char* field : managed_container_fields(cfg.selection)) {
-    auto it = pspec.find(field);
-    if (it == pspec.end() || !it->is_array()) continue;
-    for (auto& c : *it) add_mount(c);
-  }
-
+  r.patch = build_patch(pod, cfg.selection, size_text, s.explanation);
+  if (opts.build_patched) r.patched = pod.patch(r.patch);
   r.action = Action::kInjected;
   r.reason = "injected";
   r.summary = "would inject " + size_text;
-  r.patch = json::diff(pod, patched);
-  r.patched = std::move(patched);
   r.sizing = std::move(s);
   return r;
 }

@@ -25,6 +25,7 @@ enum class Action {
 
 struct InjectOptions {
   bool assume_training = false;  // Kubeflow templates offline: the operator labels pods later
+  bool build_patched = true;     // also return the patched object (the webhook only needs the patch)
 };
 
 struct InjectResult {
@@ -38,8 +39,11 @@ struct InjectResult {
   bool too_small = false;                     // user-managed /dev/shm below what the annotations need
   std::vector<std::string> warnings;
   std::string summary;                        // one line for reports and logs
-  nlohmann::json patched;                     // the mutated object (only when kInjected)
-  nlohmann::json patch = nlohmann::json::array();  // RFC 6902, applies to the input as received
+  nlohmann::json patched;                     // the mutated object (kInjected and build_patched)
+  // RFC 6902 operations that apply to exactly the object received: equivalent to
+  // json::diff(original, patched), built directly because the webhook's latency budget is
+  // spent mostly on copies and comparisons otherwise.
+  nlohmann::json patch = nlohmann::json::array();
 
   bool mutated() const { return action == Action::kInjected; }
   std::uint64_t size() const { return sizing ? sizing->bytes : 0; }

@@ -147,7 +147,7 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
       continue;
     }
     if (!node->IsMap()) {
-      err = where(0) + ": document " + std::to_string(index) + " is " + type_name(*node) +
+      err = where(node->Mark().line + 1) + ": document " + std::to_string(index) + " is " + type_name(*node) +
             ", expected a Kubernetes object (a mapping)";
       return false;
     }
@@ -168,6 +168,7 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
       rep.pointer = ref.pointer;
       inject::InjectOptions opts;
       opts.assume_training = ref.training_kind;
+      opts.build_patched = false;
       rep.result = inject::inject_pod(doc->at(json::json_pointer(ref.pointer)), cfg_, opts);
       if (rep.result.mutated() && format_ != OutputFormat::kNone) {
         std::string perr;
@@ -177,7 +178,6 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
         }
         changed = true;
       }
-      rep.result.patched = nullptr;  // reports keep the decision, not the object
       reports_.push_back(std::move(rep));
     }
     if (format_ == OutputFormat::kYaml) {

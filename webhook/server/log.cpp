@@ -36,6 +36,37 @@ const char* name(Level l) {
   }
   return "info";
 }
+
+void write_line(std::string& text) {
+  text += '\n';
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::size_t off = 0;
+  while (off < text.size()) {
+    auto n = ::write(STDERR_FILENO, text.data() + off, text.size() - off);
+    if (n <= 0) break;
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+void append_quoted(std::string& out, std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  out += '"';
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      out += "\\u00";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
 }  // namespace
 
 void set_log_level(Level level) { g_level = static_cast<int>(level); }
@@ -51,6 +82,47 @@ bool parse_log_level(std::string_view text, Level& out) {
 
 bool log_enabled(Level level) { return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed); }
 
+LogLine::LogLine(Level level, std::string_view msg) {
+  text_.reserve(320);
+  text_ += "{\"ts\":\"" + timestamp() + "\",\"level\":\"" + name(level) + "\",\"msg\":";
+  append_quoted(text_, msg);
+}
+
+LogLine& LogLine::str(std::string_view key, std::string_view value) {
+  text_ += ',';
+  append_quoted(text_, key);
+  text_ += ':';
+  append_quoted(text_, value);
+  return *this;
+}
+
+LogLine& LogLine::num(std::string_view key, double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", value);
+  text_ += ',';
+  append_quoted(text_, key);
+  text_ += ':';
+  text_ += buf;
+  return *this;
+}
+
+LogLine& LogLine::list(std::string_view key, const std::vector<std::string>& values) {
+  text_ += ',';
+  append_quoted(text_, key);
+  text_ += ":[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) text_ += ',';
+    append_quoted(text_, values[i]);
+  }
+  text_ += ']';
+  return *this;
+}
+
+void LogLine::emit() {
+  text_ += '}';
+  write_line(text_);
+}
+
 void log(Level level, std::string_view msg, nlohmann::json fields) {
   if (!log_enabled(level)) return;
   nlohmann::json line = nlohmann::json::object();
@@ -60,14 +132,7 @@ void log(Level level, std::string_view msg, nlohmann::json fields) {
   if (fields.is_object())
     for (auto& [k, v] : fields.items()) line[k] = std::move(v);
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  text += '\n';
-  std::lock_guard<std::mutex> lock(g_mu);
-  std::size_t off = 0;
-  while (off < text.size()) {
-    auto n = ::write(STDERR_FILENO, text.data() + off, text.size() - off);
-    if (n <= 0) break;
-    off += static_cast<std::size_t>(n);
-  }
+  write_line(text);
 }
 
 }  // namespace shmguard::server

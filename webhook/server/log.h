@@ -2,7 +2,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace shmguard::server {
 
@@ -14,5 +16,18 @@ bool log_enabled(Level level);
 
 // Writes {"ts":..., "level":..., "msg":..., <fields>} as one line.
 void log(Level level, std::string_view msg, nlohmann::json fields = nlohmann::json::object());
+
+// The same line format built field by field, without a JSON tree: the per-admission hot path.
+class LogLine {
+ public:
+  LogLine(Level level, std::string_view msg);
+  LogLine& str(std::string_view key, std::string_view value);
+  LogLine& num(std::string_view key, double value);
+  LogLine& list(std::string_view key, const std::vector<std::string>& values);
+  void emit();
+
+ private:
+  std::string text_;
+};
 
 }  // namespace shmguard::server

@@ -10,7 +10,7 @@ namespace shmguard::server {
 namespace {
 std::string num(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }
 std::string escape_label(const std::string& v) {

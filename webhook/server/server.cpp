@@ -63,8 +63,7 @@ bool WebhookServer::setup_tls(std::string& err) {
   SSL_CTX_set_min_proto_version(ssl_ctx_, min);
   SSL_CTX_set_options(ssl_ctx_, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                     SSL_OP_CIPHER_SERVER_PREFERENCE);
-  SSL_CTX_set_mode(ssl_ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-                                 SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_mode(ssl_ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (SSL_CTX_set_cipher_list(ssl_ctx_, kTls12Ciphers) != 1) {
     err = "cipher list: " + openssl_error();
     return false;
@@ -201,15 +200,20 @@ void WebhookServer::handle_https(const HttpRequest& req, HttpResponse& res) {
   }
   metrics_.admission(out.decision, out.reason, secs, out.size_bytes);
   metrics_.http_response(out.http_status);
-  Level lvl = out.decision == "error" ? Level::kError : out.decision == "rejected" ? Level::kWarn : Level::kInfo;
+  // Injections are the audit trail (info); the many pods that are not training pods are debug.
+  Level lvl = out.decision == "error"      ? Level::kError
+              : out.decision == "rejected" ? Level::kWarn
+              : out.decision == "injected" ? Level::kInfo
+                                           : Level::kDebug;
   if (log_enabled(lvl)) {
-    nlohmann::json f = {{"uid", out.uid},       {"namespace", out.namespace_name}, {"pod", out.pod},
-                        {"decision", out.decision}, {"reason", out.reason},       {"latency_ms", secs * 1000.0}};
-    if (!out.size.empty()) f["size"] = out.size;
-    if (!out.warnings.empty()) f["warnings"] = out.warnings;
-    if (!out.error.empty()) f["error"] = out.error;
-    if (out.decision == "rejected") f["error"] = res.body.substr(0, 200);
-    log(lvl, "admission", std::move(f));
+    LogLine line(lvl, "admission");
+    line.str("uid", out.uid).str("namespace", out.namespace_name).str("pod", out.pod);
+    line.str("decision", out.decision).str("reason", out.reason).num("latency_ms", secs * 1000.0);
+    if (!out.size.empty()) line.str("size", out.size);
+    if (!out.warnings.empty()) line.list("warnings", out.warnings);
+    if (!out.error.empty()) line.str("error", out.error);
+    if (out.decision == "rejected") line.str("error", res.body.substr(0, 200));
+    line.emit();
   }
 }
 

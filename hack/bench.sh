@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Benchmarks (numbers, not pass/fail tests):
+#   1. Google Benchmark: the engine and the whole admission call on a ~4 KB pod.
+#   2. wrk over TLS keep-alive against `shmguard serve`: 64 and 4 connections, requests/s and
+#      latency percentiles, and the server's peak resident memory.
+#   3. `shmguard mutate` over a generated 10,000-document file vs PyYAML load+dump.
+# usage: hack/bench.sh [engine|server|offline]...   (default: all)   DURATION=10s
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/hack/deps.sh" bench
+"$root/hack/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release -DSHMGUARD_BUILD_BENCH=ON >/dev/null
+bin="$root/build/shmguard"
+duration=${DURATION:-10s}
+parts=("$@")
+((${#parts[@]})) || parts=(engine server offline)
+work=$(mktemp -d)
+trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+peak_rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+
+for part in "${parts[@]}"; do
+case "$part" in
+engine)
+  echo "== engine (Google Benchmark)"
+  "$root/build/shmguard_bench" --benchmark_min_time=1
+  ;;
+server)
+  echo "== server: wrk over TLS keep-alive, review of $(wc -c <"$root/hack/bench/review.json") bytes"
+  "$root/hack/gen-certs.sh" "$work/certs" >/dev/null
+  "$bin" serve --tls-cert-file "$work/certs/tls.crt" --tls-private-key-file "$work/certs/tls.key" \
+    --port 0 --metrics-port 0 --bind-address 127.0.0.1 --shutdown-delay 0 2>"$work/serve.log" &
+  pid=$!
+  for _ in $(seq 100); do grep -q '"msg":"serving"' "$work/serve.log" && break; sleep 0.05; done
+  port=$(grep -o '"port":[0-9]*' "$work/serve.log" | head -1 | cut -d: -f2)
+  export SHMGUARD_REVIEW="$root/hack/bench/review.json"
+  # Warm up, then measure. wrk and the server share this machine's cores.
+  wrk -t2 -c64 -d2s -s "$root/hack/bench/review.lua" "https://127.0.0.1:$port" >/dev/null
+  for conns in 64 4; do
+    threads=2; [[ $conns -lt 2 ]] && threads=1
+    line=$(wrk -t$threads -c$conns -d"$duration" --latency -s "$root/hack/bench/review.lua" "https://127.0.0.1:$port" | grep '^BENCH')
+    echo "connections=$conns $line"
+  done
+  echo "server peak RSS: $(($(peak_rss_kb "$pid") / 1024)) MiB"
+  kill -TERM "$pid"; wait "$pid" || true; pid=
+  ;;
+offline)
+  echo "== offline: shmguard mutate over 10,000 documents vs PyYAML (C loader/dumper) load+dump"
+  python3 "$root/hack/bench/gen_manifests.py" "$root/../shared/corpus" "$work/big.yaml" 10000
+  ls -l "$work/big.yaml" | awk '{printf "input: %.1f MB\n", $5/1e6}'
+  /usr/bin/time -f "shmguard mutate: %e s, peak RSS %M KiB" "$bin" mutate -f "$work/big.yaml" >"$work/out.yaml" 2>"$work/report.txt" || true
+  tail -1 "$work/report.txt"
+  /usr/bin/time -f "shmguard mutate (stdin): %e s, peak RSS %M KiB" "$bin" mutate -f - <"$work/big.yaml" >/dev/null 2>"$work/report2.txt" || true
+  tail -1 "$work/report2.txt"
+  /usr/bin/time -f "PyYAML load+dump: %e s, peak RSS %M KiB" /usr/bin/python3 -c '
+import sys, yaml
+docs = list(yaml.load_all(open(sys.argv[1]), Loader=yaml.CSafeLoader))
+yaml.dump_all(docs, open("/dev/null", "w"), Dumper=yaml.CSafeDumper)
+' "$work/big.yaml"
+  ;;
+*) echo "unknown part $part" >&2; exit 2 ;;
+esac
+done

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages shmguard needs to build, test, demo or benchmark.
+# usage: hack/deps.sh [build|test|demo|bench|fuzz]...   (installs only what is missing)
+set -euo pipefail
+build=(g++ cmake ninja-build pkg-config libssl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
+       libgtest-dev libgmock-dev libbenchmark-dev openssl libtcmalloc-minimal4)
+test=(python3 python3-pytest python3-jsonpatch python3-yaml curl clang libclang-rt-14-dev)
+demo=(curl python3)
+bench=(wrk python3-yaml valgrind)
+fuzz=(clang libclang-rt-14-dev)
+want=("${build[@]}")
+for group in "$@"; do
+  case "$group" in
+    build) ;;
+    test) want+=("${test[@]}") ;;
+    demo) want+=("${demo[@]}") ;;
+    bench) want+=("${bench[@]}") ;;
+    fuzz) want+=("${fuzz[@]}") ;;
+    *) echo "hack/deps.sh: unknown group $group" >&2; exit 2 ;;
+  esac
+done
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,174 @@
+"""The command line: size, version, mutate and check over files, directories, stdin and JSON."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import BIN, SRC
+
+CORPUS = SRC.parent / "shared" / "corpus"
+EXAMPLES = SRC / "examples"
+
+
+def run(*args, stdin=None):
+    return subprocess.run([BIN, *args], input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def test_version():
+    r = run("version")
+    assert r.returncode == 0 and r.stdout.startswith("shmguard ")
+
+
+def test_size_text_matches_formula():
+    r = run("size", "--batch-size", "32", "--num-workers", "4", "--sample-size", "1Mi", "--prefetch-factor", "4")
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert lines[0] == "1120Mi"
+    assert "576Mi" in lines[1] and "1120Mi" in lines[1]
+
+
+@pytest.mark.parametrize("batch,workers,sample,prefetch,procs", [
+    (64, 8, 256 * 1024, 2, 1), (32, 4, 1 << 20, 4, 1), (128, 2, 64 * 1024, 3, 1), (32, 8, 588 * 1024, 2, 8),
+    (7, 3, 123457, 5, 3), (256, 16, 3 << 20, 2, 4), (1, 0, 1, 1, 1)])
+def test_size_json_matches_formula_to_the_mib(batch, workers, sample, prefetch, procs):
+    r = run("size", "--batch-size", str(batch), "--num-workers", str(workers), "--sample-size", str(sample),
+            "--prefetch-factor", str(prefetch), "--procs-per-pod", str(procs), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    mi, gi = 1 << 20, 1 << 30
+    need = procs * (workers * prefetch + 2) * batch * sample * 1.5 + (procs * 64 * mi if procs > 1 else 0) + 256 * mi
+    expect = min(max(-(-int(need) // mi) * mi, gi), 64 * gi)
+    assert out["bytes"] == expect
+    assert bool(out["warnings"]) == (need > 64 * gi)  # warned only when clamped to max
+    unit = "Gi" if expect % gi == 0 else "Mi"
+    assert out["sizeLimit"] == f"{expect // (gi if unit == 'Gi' else mi)}{unit}"
+
+
+def test_size_memory_limit_warning():
+    r = run("size", "--batch-size", "32", "--num-workers", "4", "--sample-size", "1Mi", "--prefetch-factor", "4",
+            "--memory-limit", "1Gi", "-o", "json")
+    out = json.loads(r.stdout)
+    assert out["sizeLimit"] == "1120Mi" and out["warnings"] and "memory limit" in out["warnings"][0]
+
+
+@pytest.mark.parametrize("args", [
+    ["--batch-size", "x", "--num-workers", "1", "--sample-size", "1"],
+    ["--batch-size", "0", "--num-workers", "1", "--sample-size", "1"],
+    ["--batch-size", "1", "--num-workers", "-1", "--sample-size", "1"],
+    ["--batch-size", "1", "--num-workers", "1", "--sample-size", "1GB"],
+    ["--batch-size", "1", "--num-workers", "1"],
+    ["--batch-size", "1", "--num-workers", "1", "--sample-size", "1", "-o", "xml"],
+])
+def test_size_bad_arguments(args):
+    r = run("size", *args)
+    assert r.returncode != 0 and r.stderr.strip() and not r.stdout.strip()
+
+
+JOB = """apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: resnet
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        metadata:
+          annotations:
+            shmguard.io/batch-size: "64"
+            shmguard.io/num-workers: "8"
+            shmguard.io/sample-size: 588Ki
+        spec:
+          containers:
+          - name: pytorch
+            image: ghcr.io/acme/resnet:1
+            resources:
+              limits:
+                nvidia.com/gpu: 4
+"""
+OK = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings   # untouched
+data:
+  a: "1"
+"""
+
+
+def test_mutate_stdin_and_report():
+    r = run("mutate", "-f", "-", stdin=OK + "---\n" + JOB)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(OK + "---\n")  # unchanged document byte-for-byte
+    docs = list(yaml.safe_load_all(r.stdout))
+    vol = docs[1]["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"][0]
+    assert vol["emptyDir"] == {"medium": "Memory", "sizeLimit": "4481Mi"}
+    assert "<stdin>:2 PyTorchJob/resnet spec.pytorchReplicaSpecs.Worker.template -> injected 4481Mi" in r.stderr
+
+
+def test_mutate_json_output_and_json_input(tmp_path):
+    r = run("mutate", "-f", "-", "-o", "json", stdin=JOB)
+    out = json.loads(r.stdout)
+    assert out["kind"] == "PyTorchJob"
+    (tmp_path / "job.json").write_text(r.stdout)
+    r2 = run("check", "-f", str(tmp_path / "job.json"))
+    assert r2.returncode == 0, r2.stdout  # already injected: nothing missing
+    r3 = run("mutate", "-f", "-", "-o", "json", stdin=OK + "---\n" + JOB)
+    lst = json.loads(r3.stdout)
+    assert lst["kind"] == "List" and len(lst["items"]) == 2 and lst["items"][0]["data"] == {"a": "1"}
+
+
+def test_check_exit_codes(tmp_path):
+    (tmp_path / "ok.yaml").write_text(OK)
+    (tmp_path / "job.yml").write_text(JOB)
+    (tmp_path / "notes.txt").write_text("not yaml: [")
+    r = run("check", "-f", str(tmp_path / "ok.yaml"))
+    assert r.returncode == 0
+    r = run("check", "-f", str(tmp_path))
+    assert r.returncode == 1
+    assert "job.yml:1 PyTorchJob/resnet spec.pytorchReplicaSpecs.Worker.template -> would inject 4481Mi" in r.stdout
+    r = run("check", "-f", str(tmp_path), "-o", "json")
+    report = json.loads(r.stdout)
+    assert r.returncode == 1 and report[0]["sizeLimit"] == "4481Mi" and report[0]["missing"] is True
+    # A template whose own /dev/shm is too small.
+    small = JOB.replace("            resources:", "            volumeMounts:\n            - name: dshm\n"
+                        "              mountPath: /dev/shm\n            resources:") + \
+        "          volumes:\n          - name: dshm\n            emptyDir:\n              medium: Memory\n" \
+        "              sizeLimit: 1Gi\n"
+    r = run("check", "-f", "-", stdin=small)
+    assert r.returncode == 1 and "too small: has 1Gi, needs 4481Mi" in r.stdout
+
+
+@pytest.mark.parametrize("text,where", [
+    ("a: 1\n---\nb: [1,\nc: 2\n", "<stdin>:"),
+    ("- just\n- a list\n", "<stdin>:8"),
+    ("\x00\x01\x02binary", "<stdin>"),
+])
+def test_invalid_input_is_exit_2_with_nothing_on_stdout(text, where):
+    for cmd in ("mutate", "check"):
+        r = run(cmd, "-f", "-", stdin=OK + "---\n" + text)
+        assert r.returncode == 2, (cmd, r.stdout, r.stderr)
+        assert r.stdout == ""
+        assert where in r.stderr
+
+
+def test_missing_file():
+    r = run("check", "-f", "/nonexistent/k8s")
+    assert r.returncode == 2 and "/nonexistent/k8s" in r.stderr
+    r = run("mutate", "-f", "/nonexistent/x.yaml")
+    assert r.returncode == 2 and r.stdout == ""
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not present")
+def test_corpus_directory_check():
+    r = run("check", "-f", str(CORPUS))
+    assert r.returncode == 1
+    assert "PaddleJob/paddle-simple-gpu spec.paddleReplicaSpecs.Worker.template -> ok" in r.stdout
+
+
+@pytest.mark.skipif(not EXAMPLES.exists(), reason="no bundled examples")
+def test_bundled_examples_mutate():
+    r = run("mutate", "-f", str(EXAMPLES))
+    assert r.returncode == 0, r.stderr
