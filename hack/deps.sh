@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages shmguard needs to build, test, demo or benchmark.
 # usage: hack/deps.sh [build|test|demo|bench|fuzz]...   (installs only what is missing)
 set -euo pipefail
-build=(g++ cmake ninja-build pkg-config libssl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
+build=(g++ cmake ninja-build pkg-config libssl-dev nlohmann-json3-dev libyaml-dev libcli11-dev
        libgtest-dev libgmock-dev libbenchmark-dev openssl libtcmalloc-minimal4)
 test=(python3 python3-pytest python3-jsonpatch python3-yaml curl clang libclang-rt-14-dev)
 demo=(curl python3)

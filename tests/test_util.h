@@ -53,10 +53,10 @@ inline std::vector<nlohmann::json> yaml_documents(const std::string& text) {
   std::vector<nlohmann::json> out;
   while (reader.next(raw)) {
     manifests::YamlError err;
-    auto n = manifests::parse_document(raw.text, err);
-    if (!n) throw std::runtime_error("invalid YAML: " + err.message);
-    if (n->IsNull()) continue;
-    auto j = manifests::to_json(*n, raw.text.size() * 16 + 4096, err);
+    manifests::YamlDocument doc;
+    if (!manifests::parse_document(raw.text, doc, err)) throw std::runtime_error("invalid YAML: " + err.message);
+    if (!doc.root) continue;
+    auto j = manifests::to_json(doc.root, raw.text.size() * 16 + 4096, err);
     if (!j) throw std::runtime_error(err.message);
     out.push_back(*j);
   }

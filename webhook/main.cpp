@@ -1,4 +1,9 @@
 // shmguard entry point: everything happens in cli::run.
+#include <iostream>
+
 #include "cli/commands.h"
 
-int main(int argc, char** argv) { return shmguard::cli::run(argc, argv); }
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);  // `mutate -f -` reads stdin line by line
+  return shmguard::cli::run(argc, argv);
+}

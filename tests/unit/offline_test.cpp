@@ -72,8 +72,11 @@ TEST(Offline, MutatesKeepingTypesAndLeadingComments) {
   EXPECT_EQ(r.reports[0].path, "spec.pytorchReplicaSpecs.Worker.template");
   EXPECT_EQ(r.out.rfind("# a training job\n", 0), 0u) << r.out;
   YamlError err;
-  auto in = to_json(*parse_document(kJob, err), 10000, err);
-  auto out = to_json(*parse_document(r.out, err), 10000, err);
+  YamlDocument din, dout;
+  ASSERT_TRUE(parse_document(kJob, din, err));
+  ASSERT_TRUE(parse_document(r.out, dout, err)) << err.message;
+  auto in = to_json(din.root, 10000, err);
+  auto out = to_json(dout.root, 10000, err);
   ASSERT_TRUE(out) << err.message;
   auto& t = (*out)["spec"]["pytorchReplicaSpecs"]["Worker"]["template"];
   EXPECT_EQ(t["metadata"]["annotations"]["note"], "on");

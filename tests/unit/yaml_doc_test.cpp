@@ -19,16 +19,17 @@ std::vector<RawDocument> split(const std::string& text) {
 }
 json load(const std::string& text) {
   YamlError err;
-  auto n = parse_document(text, err);
-  EXPECT_TRUE(n) << err.message;
-  auto j = to_json(*n, 100000, err);
+  YamlDocument doc;
+  EXPECT_TRUE(parse_document(text, doc, err)) << err.message;
+  auto j = to_json(doc.root, 100000, err);
   EXPECT_TRUE(j) << err.message;
   return *j;
 }
 std::string emit(const std::string& text) {
   YamlError err;
-  auto n = parse_document(text, err);
-  auto s = emit_yaml(*n, 100000, err);
+  YamlDocument doc;
+  EXPECT_TRUE(parse_document(text, doc, err)) << err.message;
+  auto s = emit_yaml(doc.root, 100000, err);
   EXPECT_TRUE(s) << err.message;
   return *s;
 }
@@ -84,16 +85,23 @@ TEST(ToJson, AliasBombFailsWithinBudget) {
     prev = c;
   }
   YamlError err;
-  auto n = parse_document(bomb, err);
-  ASSERT_TRUE(n);
-  EXPECT_FALSE(to_json(*n, bomb.size() * 16 + 4096, err));
+  YamlDocument doc;
+  ASSERT_TRUE(parse_document(bomb, doc, err)) << err.message;
+  EXPECT_FALSE(to_json(doc.root, bomb.size() * 16 + 4096, err));
   EXPECT_NE(err.message.find("too many"), std::string::npos);
 }
 
 TEST(ParseDocument, ErrorsCarryTheLine) {
   YamlError err;
-  EXPECT_FALSE(parse_document("a: 1\nb: [1,\nc: 3\n", err));
+  YamlDocument doc;
+  EXPECT_FALSE(parse_document("a: 1\nb: [1,\nc: 3\n", doc, err));
   EXPECT_GT(err.line, 1);
+  EXPECT_FALSE(parse_document("a: *nope\n", doc, err));
+  EXPECT_FALSE(parse_document("? [a]\n: b\n", doc, err));
+  EXPECT_TRUE(parse_document("# only a comment\n", doc, err));
+  EXPECT_EQ(doc.root, nullptr);
+  EXPECT_TRUE(parse_document("---\n", doc, err));
+  EXPECT_EQ(doc.root, nullptr);
 }
 
 TEST(NeedsQuotes, AmbiguousStrings) {
@@ -115,14 +123,15 @@ TEST(EmitYaml, RoundTripsTypesAndOrder) {
   std::string out = emit(in);
   EXPECT_EQ(load(out), load(in)) << out;
   EXPECT_LT(out.find("z:"), out.find("a:"));  // order kept
-  EXPECT_NE(out.find("a: \"1.0\""), std::string::npos) << out;
+  EXPECT_NE(out.find("a: '1.0'"), std::string::npos) << out;  // quoting style kept
+  EXPECT_NE(out.find("b: \"on\""), std::string::npos) << out;
   EXPECT_NE(out.find("script: |\n  echo hi\n\n  echo there\n"), std::string::npos) << out;
 }
 
 TEST(ApplyPatch, AddsAndReplacesInPlace) {
   YamlError err;
-  auto n = parse_document("spec:\n  template:\n    metadata:\n      annotations: null\n    spec:\n      containers:\n      - name: a\n", err);
-  ASSERT_TRUE(n);
+  YamlDocument doc;
+  ASSERT_TRUE(parse_document("spec:\n  template:\n    metadata:\n      annotations: null\n    spec:\n      containers:\n      - name: a\n", doc, err));
   json patch = json::parse(R"([
     {"op":"replace","path":"/metadata/annotations","value":{"shmguard.io/x":"1Gi"}},
     {"op":"add","path":"/spec/volumes","value":[{"name":"v","emptyDir":{}}]},
@@ -130,20 +139,21 @@ TEST(ApplyPatch, AddsAndReplacesInPlace) {
     {"op":"add","path":"/metadata/annotations/a~1b~0c","value":"on"}
   ])");
   std::string perr;
-  ASSERT_TRUE(apply_patch(*n, "/spec/template", patch, perr)) << perr;
-  auto j = to_json(*n, 10000, err);
+  ASSERT_TRUE(apply_patch(doc, "/spec/template", patch, perr)) << perr;
+  auto j = to_json(doc.root, 10000, err);
   EXPECT_EQ((*j)["spec"]["template"]["metadata"]["annotations"]["a/b~c"], "on");
   EXPECT_EQ((*j)["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][0]["name"], "v");
-  auto text = emit_yaml(*n, 10000, err);
+  auto text = emit_yaml(doc.root, 10000, err);
   EXPECT_NE(text->find("a/b~c: \"on\""), std::string::npos) << *text;
   EXPECT_NE(text->find("- name: v\n"), std::string::npos) << *text;  // name first
-  EXPECT_FALSE(apply_patch(*n, "/nope", patch, perr));
+  EXPECT_FALSE(apply_patch(doc, "/nope", patch, perr));
 }
 
 TEST(EmitJson, KeepsOrderAndTypes) {
   YamlError err;
-  auto n = parse_document("b: '1'\na: 2\nc: [true, null]\n", err);
-  auto s = emit_json(*n, 1000, 0, err);
+  YamlDocument doc;
+  ASSERT_TRUE(parse_document("b: '1'\na: 2\nc: [true, null]\n", doc, err));
+  auto s = emit_json(doc.root, 1000, 0, err);
   ASSERT_TRUE(s);
   EXPECT_EQ(json::parse(*s), json::parse(R"({"b":"1","a":2,"c":[true,null]})"));
   EXPECT_LT(s->find("\"b\""), s->find("\"a\""));

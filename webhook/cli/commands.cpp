@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
@@ -164,6 +165,35 @@ int run_manifests(const ManifestArgs& a, bool check) {
   } filebuf(tmp);
   std::ostream out(&filebuf);
   manifests::OfflineRunner runner(cfg, fmt, out);
+
+  // The report streams too: to stderr for mutate, to a second temporary file for check (whose
+  // stdout must stay empty when an input turns out to be invalid).
+  std::FILE* report_tmp = check ? std::tmpfile() : nullptr;
+  if (check && !report_tmp) return fail("cannot create a temporary file");
+  struct ReportCloser {
+    std::FILE* f;
+    ~ReportCloser() {
+      if (f) std::fclose(f);
+    }
+  } report_closer{report_tmp};
+  std::size_t templates = 0, missing = 0;
+  const bool json_report = check && a.output == "json";
+  runner.set_report_sink([&](const manifests::TemplateReport& r) {
+    ++templates;
+    if (r.missing_shm()) ++missing;
+    std::ostringstream line;
+    if (json_report) {
+      line << (templates == 1 ? "[\n" : ",\n") << r.to_json().dump(2);
+    } else {
+      print_report(line, r, !check);
+    }
+    const std::string text = line.str();
+    if (check) {
+      std::fwrite(text.data(), 1, text.size(), report_tmp);
+    } else {
+      std::cerr << text;
+    }
+  });
   for (const auto& f : files) {
     bool ok;
     if (f == "-") {
@@ -178,28 +208,25 @@ int run_manifests(const ManifestArgs& a, bool check) {
   runner.finish();
   out.flush();
 
-  bool missing = false;
-  for (const auto& r : runner.reports()) missing = missing || r.missing_shm();
+  auto copy_to_stdout = [](std::FILE* from) {
+    std::fflush(from);
+    std::rewind(from);
+    char buf[1 << 16];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, from)) > 0) std::fwrite(buf, 1, n, stdout);
+    std::fflush(stdout);
+  };
   if (check) {
-    if (a.output == "json") {
-      nlohmann::json arr = nlohmann::json::array();
-      for (const auto& r : runner.reports()) arr.push_back(r.to_json());
-      std::cout << arr.dump(2) << "\n";
+    copy_to_stdout(report_tmp);
+    if (json_report) {
+      std::cout << (templates == 0 ? "[]\n" : "\n]\n");
     } else {
-      for (const auto& r : runner.reports()) print_report(std::cout, r, false);
-      std::size_t n_missing = static_cast<std::size_t>(
-          std::count_if(runner.reports().begin(), runner.reports().end(), [](const auto& r) { return r.missing_shm(); }));
-      std::cout << runner.reports().size() << " pod templates, " << n_missing
-                << (n_missing == 1 ? " needs" : " need") << " /dev/shm\n";
+      std::cout << templates << " pod templates, " << missing << (missing == 1 ? " needs" : " need")
+                << " /dev/shm\n";
     }
     return missing ? kExitMissing : kExitOk;
   }
-  std::rewind(tmp);
-  char buf[1 << 16];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0) std::fwrite(buf, 1, n, stdout);
-  std::fflush(stdout);
-  for (const auto& r : runner.reports()) print_report(std::cerr, r, true);
+  copy_to_stdout(tmp);
   return kExitOk;
 }
 

@@ -1,7 +1,7 @@
 // YAML config loading and validation (see config.h).
 #include "config/config.h"
 
-#include <yaml-cpp/yaml.h>
+#include "manifests/yaml_doc.h"
 
 #include <fstream>
 #include <set>
@@ -10,22 +10,30 @@
 namespace shmguard::config {
 namespace {
 
+using manifests::YamlNode;
+using Node = const YamlNode*;
+
 struct Err {
   std::string msg;
 };
 
-std::string where(const YAML::Node& n) {
-  const auto m = n.Mark();
-  if (m.line < 0) return "";
-  return " (line " + std::to_string(m.line + 1) + ")";
+std::string where(Node n) {
+  if (!n || n->line <= 0) return "";
+  return " (line " + std::to_string(n->line) + ")";
 }
 
-std::string scalar(const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) throw Err{key + ": expected a scalar" + where(n)};
-  return n.Scalar();
+std::string scalar(Node n, const std::string& key) {
+  if (n->kind != YamlNode::Kind::kScalar) throw Err{key + ": expected a scalar" + where(n)};
+  return n->value;
 }
 
-std::uint64_t quantity(const YAML::Node& n, const std::string& key) {
+Node get(Node map, const char* key) {
+  for (const auto& [k, v] : map->pairs)
+    if (k->value == key) return v;
+  return nullptr;
+}
+
+std::uint64_t quantity(Node n, const std::string& key) {
   auto text = scalar(n, key);
   auto q = sizing::parse_quantity(text);
   if (!q.ok) throw Err{key + ": invalid quantity \"" + text + "\": " + q.error + where(n)};
@@ -34,7 +42,7 @@ std::uint64_t quantity(const YAML::Node& n, const std::string& key) {
   return q.bytes;
 }
 
-std::uint64_t positive_int(const YAML::Node& n, const std::string& key) {
+std::uint64_t positive_int(Node n, const std::string& key) {
   auto text = scalar(n, key);
   if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
     throw Err{key + ": expected a positive integer, got \"" + text + "\"" + where(n)};
@@ -43,14 +51,14 @@ std::uint64_t positive_int(const YAML::Node& n, const std::string& key) {
   return v;
 }
 
-bool boolean(const YAML::Node& n, const std::string& key) {
+bool boolean(Node n, const std::string& key) {
   auto text = scalar(n, key);
   if (text == "true") return true;
   if (text == "false") return false;
   throw Err{key + ": expected true or false, got \"" + text + "\"" + where(n)};
 }
 
-std::uint32_t headroom(const YAML::Node& n, const std::string& key) {
+std::uint32_t headroom(Node n, const std::string& key) {
   // A decimal with at most three fractional digits, 1 <= h <= 100.
   auto text = scalar(n, key);
   std::uint64_t whole = 0;
@@ -80,11 +88,11 @@ std::uint32_t headroom(const YAML::Node& n, const std::string& key) {
   return static_cast<std::uint32_t>(v);
 }
 
-std::vector<std::string> string_list(const YAML::Node& n, const std::string& key) {
-  if (n.IsNull()) return {};
-  if (!n.IsSequence()) throw Err{key + ": expected a list of strings" + where(n)};
+std::vector<std::string> string_list(Node n, const std::string& key) {
+  if (n->is_null()) return {};
+  if (n->kind != YamlNode::Kind::kSequence) throw Err{key + ": expected a list of strings" + where(n)};
   std::vector<std::string> out;
-  for (const auto& item : n) {
+  for (Node item : n->items) {
     auto s = scalar(item, key + "[]");
     if (s.empty()) throw Err{key + ": empty entry" + where(item)};
     out.push_back(s);
@@ -92,15 +100,15 @@ std::vector<std::string> string_list(const YAML::Node& n, const std::string& key
   return out;
 }
 
-void check_keys(const YAML::Node& n, const std::string& section, const std::set<std::string>& known) {
-  if (!n.IsMap()) throw Err{section + ": expected a mapping" + where(n)};
-  for (const auto& kv : n) {
-    auto k = kv.first.as<std::string>();
+void check_keys(Node n, const std::string& section, const std::set<std::string>& known) {
+  if (n->kind != YamlNode::Kind::kMap) throw Err{(section.empty() ? "config" : section) + ": expected a mapping" + where(n)};
+  for (const auto& [key, value] : n->pairs) {
+    const std::string& k = key->value;
     if (!known.count(k)) {
       std::string list;
       for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
       throw Err{"unknown key \"" + (section.empty() ? k : section + "." + k) + "\"" +
-                where(kv.first) + "; known keys: " + list};
+                where(key) + "; known keys: " + list};
     }
   }
 }
@@ -122,35 +130,39 @@ std::string headroom_text(std::uint32_t headroom_milli) {
 ConfigResult parse_config(std::string_view yaml_text) {
   ConfigResult r;
   try {
-    YAML::Node root = YAML::Load(std::string(yaml_text));
+    manifests::YamlDocument doc;
+    manifests::YamlError yerr;
+    if (!manifests::parse_document(std::string(yaml_text), doc, yerr))
+      throw Err{"invalid YAML: " + yerr.message + (yerr.line ? " (line " + std::to_string(yerr.line) + ")" : "")};
+    Node root = doc.root;
     Config c;
-    if (root.IsNull()) {
+    if (!root) {
       r.ok = true;
       r.config = c;
       return r;
     }
     check_keys(root, "", {"sizing", "selection"});
-    if (auto s = root["sizing"]; s && !s.IsNull()) {
+    if (Node s = get(root, "sizing"); s && !s->is_null()) {
       check_keys(s, "sizing",
                  {"prefetchFactor", "headroom", "base", "ncclPerProcess", "min", "max", "default"});
-      if (s["prefetchFactor"]) c.sizing.prefetch_factor = positive_int(s["prefetchFactor"], "sizing.prefetchFactor");
-      if (s["headroom"]) c.sizing.headroom_milli = headroom(s["headroom"], "sizing.headroom");
-      if (s["base"]) c.sizing.base = quantity(s["base"], "sizing.base");
-      if (s["ncclPerProcess"]) c.sizing.nccl_per_process = quantity(s["ncclPerProcess"], "sizing.ncclPerProcess");
-      if (s["min"]) c.sizing.min = quantity(s["min"], "sizing.min");
-      if (s["max"]) c.sizing.max = quantity(s["max"], "sizing.max");
-      if (s["default"]) c.sizing.default_size = quantity(s["default"], "sizing.default");
+      if (Node v = get(s, "prefetchFactor")) c.sizing.prefetch_factor = positive_int(v, "sizing.prefetchFactor");
+      if (Node v = get(s, "headroom")) c.sizing.headroom_milli = headroom(v, "sizing.headroom");
+      if (Node v = get(s, "base")) c.sizing.base = quantity(v, "sizing.base");
+      if (Node v = get(s, "ncclPerProcess")) c.sizing.nccl_per_process = quantity(v, "sizing.ncclPerProcess");
+      if (Node v = get(s, "min")) c.sizing.min = quantity(v, "sizing.min");
+      if (Node v = get(s, "max")) c.sizing.max = quantity(v, "sizing.max");
+      if (Node v = get(s, "default")) c.sizing.default_size = quantity(v, "sizing.default");
     }
-    if (auto s = root["selection"]; s && !s.IsNull()) {
+    if (Node s = get(root, "selection"); s && !s->is_null()) {
       check_keys(s, "selection",
                  {"labelKeys", "imageGlobs", "injectInitContainers", "injectEphemeralContainers"});
-      if (s["labelKeys"]) c.selection.label_keys = string_list(s["labelKeys"], "selection.labelKeys");
-      if (s["imageGlobs"]) c.selection.image_globs = string_list(s["imageGlobs"], "selection.imageGlobs");
-      if (s["injectInitContainers"])
-        c.selection.inject_init_containers = boolean(s["injectInitContainers"], "selection.injectInitContainers");
-      if (s["injectEphemeralContainers"])
+      if (Node v = get(s, "labelKeys")) c.selection.label_keys = string_list(v, "selection.labelKeys");
+      if (Node v = get(s, "imageGlobs")) c.selection.image_globs = string_list(v, "selection.imageGlobs");
+      if (Node v = get(s, "injectInitContainers"))
+        c.selection.inject_init_containers = boolean(v, "selection.injectInitContainers");
+      if (Node v = get(s, "injectEphemeralContainers"))
         c.selection.inject_ephemeral_containers =
-            boolean(s["injectEphemeralContainers"], "selection.injectEphemeralContainers");
+            boolean(v, "selection.injectEphemeralContainers");
     }
     if (c.sizing.min == 0) throw Err{"sizing.min: must be greater than 0"};
     if (c.sizing.min > c.sizing.max)
@@ -163,8 +175,6 @@ ConfigResult parse_config(std::string_view yaml_text) {
     r.config = std::move(c);
   } catch (const Err& e) {
     r.error = e.msg;
-  } catch (const YAML::Exception& e) {
-    r.error = "invalid YAML: " + std::string(e.what());
   } catch (const std::exception& e) {
     r.error = std::string("invalid config: ") + e.what();
   }

@@ -15,10 +15,10 @@ using nlohmann::json;
 // Alias bombs and oversized documents fail instead of expanding without bound.
 std::size_t node_budget(const std::string& text) { return text.size() * 16 + 4096; }
 
-const char* type_name(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return "a scalar";
+const char* type_name(const YamlNode& n) {
+  switch (n.kind) {
+    case YamlNode::Kind::kSequence: return "a list";
+    case YamlNode::Kind::kScalar: return "a scalar";
     default: return "not a mapping";
   }
 }
@@ -134,24 +134,24 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
   while (reader.next(raw)) {
     ++index;
     YamlError yerr;
-    auto node = parse_document(raw.text, yerr);
     auto where = [&](int rel_line) {
       return file + ":" + std::to_string(rel_line > 0 ? raw.first_line + rel_line - 1 : raw.first_line);
     };
-    if (!node) {
+    if (!parse_document(raw.text, ydoc_, yerr)) {
       err = where(yerr.line) + ": invalid YAML: " + yerr.message;
       return false;
     }
-    if (node->IsNull()) {
+    const YamlNode* node = ydoc_.root;
+    if (!node) {
       if (format_ == OutputFormat::kYaml) out_ << raw.text;
       continue;
     }
-    if (!node->IsMap()) {
-      err = where(node->Mark().line + 1) + ": document " + std::to_string(index) + " is " + type_name(*node) +
+    if (node->kind != YamlNode::Kind::kMap) {
+      err = where(node->line) + ": document " + std::to_string(index) + " is " + type_name(*node) +
             ", expected a Kubernetes object (a mapping)";
       return false;
     }
-    auto doc = to_json(*node, node_budget(raw.text), yerr);
+    auto doc = to_json(node, node_budget(raw.text), yerr);
     if (!doc) {
       err = where(yerr.line) + ": " + yerr.message;
       return false;
@@ -172,20 +172,24 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
       rep.result = inject::inject_pod(doc->at(json::json_pointer(ref.pointer)), cfg_, opts);
       if (rep.result.mutated() && format_ != OutputFormat::kNone) {
         std::string perr;
-        if (!apply_patch(*node, ref.pointer, rep.result.patch, perr)) {
+        if (!apply_patch(ydoc_, ref.pointer, rep.result.patch, perr)) {
           err = where(0) + ": internal error applying the patch to " + ref.path + ": " + perr;
           return false;
         }
         changed = true;
       }
-      reports_.push_back(std::move(rep));
+      if (sink_) {
+        sink_(rep);
+      } else {
+        reports_.push_back(std::move(rep));
+      }
     }
     if (format_ == OutputFormat::kYaml) {
       if (!changed) {
         out_ << raw.text;
         continue;
       }
-      auto text = emit_yaml(*node, node_budget(raw.text) * 2, yerr);
+      auto text = emit_yaml(ydoc_.root, node_budget(raw.text) * 2, yerr);
       if (!text) {
         err = where(yerr.line) + ": " + yerr.message;
         return false;
@@ -200,7 +204,7 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
       }
       out_ << body;
     } else if (format_ == OutputFormat::kJson) {
-      auto text = emit_json(*node, node_budget(raw.text) * 2, 0, yerr);
+      auto text = emit_json(ydoc_.root, node_budget(raw.text) * 2, 0, yerr);
       if (!text) {
         err = where(yerr.line) + ": " + yerr.message;
         return false;

@@ -2,6 +2,7 @@
 // inject_pod() call the webhook makes on every pod template, mutated manifests and a report out.
 #pragma once
 
+#include <functional>
 #include <istream>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -10,6 +11,7 @@
 
 #include "config/config.h"
 #include "inject/inject.h"
+#include "manifests/yaml_doc.h"
 
 namespace shmguard::manifests {
 
@@ -44,6 +46,9 @@ class OfflineRunner {
   // Completes the output (closes the JSON List).
   void finish();
 
+  // Reports go to `sink` as they are made, so memory does not grow with the input; without a
+  // sink they are kept and returned by reports().
+  void set_report_sink(std::function<void(const TemplateReport&)> sink) { sink_ = std::move(sink); }
   const std::vector<TemplateReport>& reports() const { return reports_; }
 
  private:
@@ -53,6 +58,8 @@ class OfflineRunner {
   OutputFormat format_;
   std::ostream& out_;
   std::vector<TemplateReport> reports_;
+  std::function<void(const TemplateReport&)> sink_;
+  YamlDocument ydoc_;        // reused for every document
   std::string first_json_;   // held back until we know whether to wrap in a List
   int json_docs_ = 0;
 };

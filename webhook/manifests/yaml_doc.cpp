@@ -1,10 +1,14 @@
-// YAML document splitting, YAML<->JSON, in-place JSON patch, and type-preserving emitters.
+// YAML documents with libyaml: parsing into an order-preserving tree, YAML<->JSON, in-place JSON
+// patch, and type-preserving emitters (see yaml_doc.h).
 #include "manifests/yaml_doc.h"
+
+#include <yaml.h>
 
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
-#include <vector>
+#include <map>
+#include <memory>
 
 namespace shmguard::manifests {
 namespace {
@@ -22,7 +26,6 @@ struct Unconvertible {
   int line;
 };
 
-int line_of(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
 
 bool all_digits(std::string_view s, std::size_t from = 0) {
   if (from >= s.size()) return false;
@@ -100,75 +103,75 @@ json resolve_plain(const std::string& s) {
   return s;
 }
 
-enum class ScalarStyle { kPlain, kString, kOther };
-
-ScalarStyle style_of(const YAML::Node& n) {
-  const std::string& tag = n.Tag();
-  if (tag == "?" || tag.empty()) return ScalarStyle::kPlain;
-  if (tag == "!" || tag == "tag:yaml.org,2002:str") return ScalarStyle::kString;
-  if (tag.rfind("tag:yaml.org,2002:", 0) == 0) return ScalarStyle::kPlain;
-  return ScalarStyle::kOther;  // a custom tag: keep the text as a string
+bool plain_tag(const std::string& tag) {
+  return tag.empty() || (tag.rfind("tag:yaml.org,2002:", 0) == 0 && tag != "tag:yaml.org,2002:str");
 }
 
-json scalar_json(const YAML::Node& n) {
-  if (style_of(n) == ScalarStyle::kPlain) return resolve_plain(n.Scalar());
-  return n.Scalar();
+json scalar_json(const YamlNode& n) {
+  if (n.style == ScalarStyle::kPlain && plain_tag(n.tag)) return resolve_plain(n.value);
+  return n.value;
 }
 
-std::string key_text(const YAML::Node& k) {
-  if (k.IsScalar()) return k.Scalar();
-  if (k.IsNull()) return "null";
-  throw Unconvertible{"mapping keys must be scalars", line_of(k)};
+std::string key_text(const YamlNode* k) {
+  if (k->kind == YamlNode::Kind::kScalar) return k->value;
+  throw Unconvertible{"mapping keys must be scalars", k->line};
 }
 
-json convert(const YAML::Node& n, std::size_t& budget) {
+json convert(const YamlNode* n, std::size_t& budget) {
   if (budget == 0) throw BudgetExceeded{};
   --budget;
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      return scalar_json(n);
-    case YAML::NodeType::Sequence: {
+  switch (n->kind) {
+    case YamlNode::Kind::kScalar:
+      return scalar_json(*n);
+    case YamlNode::Kind::kSequence: {
       json a = json::array();
-      for (const auto& item : n) a.push_back(convert(item, budget));
+      for (const auto* item : n->items) a.push_back(convert(item, budget));
       return a;
     }
-    case YAML::NodeType::Map: {
+    case YamlNode::Kind::kMap: {
       json o = json::object();
-      for (const auto& kv : n) o[key_text(kv.first)] = convert(kv.second, budget);
+      for (const auto& [k, v] : n->pairs) o[key_text(k)] = convert(v, budget);
       return o;
     }
   }
   return nullptr;
 }
 
-YAML::Node from_json(const json& j) {
+YamlNode* from_json(YamlDocument& doc, const json& j) {
   switch (j.type()) {
     case json::value_t::object: {
       // Kubernetes writes "name" first in volumes and mounts; keep that reading order.
-      YAML::Node m(YAML::NodeType::Map);
-      if (auto n = j.find("name"); n != j.end()) m["name"] = from_json(*n);
+      YamlNode* m = doc.make(YamlNode::Kind::kMap);
+      auto add = [&](const std::string& k, const json& v) {
+        YamlNode* key = doc.make(YamlNode::Kind::kScalar);
+        key->style = ScalarStyle::kNew;
+        key->value = k;
+        m->pairs.emplace_back(key, from_json(doc, v));
+      };
+      if (auto n = j.find("name"); n != j.end()) add("name", *n);
       for (const auto& [k, v] : j.items())
-        if (k != "name") m[k] = from_json(v);
+        if (k != "name") add(k, v);
       return m;
     }
     case json::value_t::array: {
-      YAML::Node s(YAML::NodeType::Sequence);
-      for (const auto& v : j) s.push_back(from_json(v));
+      YamlNode* s = doc.make(YamlNode::Kind::kSequence);
+      for (const auto& v : j) s->items.push_back(from_json(doc, v));
       return s;
     }
     case json::value_t::string: {
-      YAML::Node s(j.get<std::string>());
-      s.SetTag("!");
+      YamlNode* s = doc.make(YamlNode::Kind::kScalar);
+      s->style = ScalarStyle::kNew;
+      s->value = j.get<std::string>();
       return s;
     }
-    case json::value_t::null:
-      return YAML::Node(YAML::NodeType::Null);
+    case json::value_t::null: {
+      YamlNode* s = doc.make(YamlNode::Kind::kScalar);
+      s->value = "null";
+      return s;
+    }
     default: {
-      YAML::Node s(j.dump());
-      s.SetTag("?");
+      YamlNode* s = doc.make(YamlNode::Kind::kScalar);
+      s->value = j.dump();
       return s;
     }
   }
@@ -203,11 +206,130 @@ bool seq_index(const std::string& tok, std::size_t size, std::size_t& idx) {
   return idx < size;
 }
 
-bool find_key(const YAML::Node& map, const std::string& key) {
-  for (const auto& kv : map)
-    if (kv.first.IsScalar() && kv.first.Scalar() == key) return true;
-  return false;
+YamlNode* find_value(YamlNode* map, const std::string& key) {
+  for (auto& [k, v] : map->pairs)
+    if (k->kind == YamlNode::Kind::kScalar && k->value == key) return v;
+  return nullptr;
 }
+
+// ---- libyaml event loop ----
+
+class Builder {
+ public:
+  Builder(YamlDocument& doc) : doc_(doc) {}
+
+  bool run(const std::string& text, YamlError& err) {
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) {
+      err.message = "cannot initialise the YAML parser";
+      return false;
+    }
+    std::unique_ptr<yaml_parser_t, void (*)(yaml_parser_t*)> guard(&parser, yaml_parser_delete);
+    yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+    int documents = 0;
+    for (;;) {
+      yaml_event_t ev;
+      if (!yaml_parser_parse(&parser, &ev)) {
+        err.message = parser.problem ? parser.problem : "invalid YAML";
+        if (parser.context) err.message = std::string(parser.context) + ": " + err.message;
+        err.line = static_cast<int>(parser.problem_mark.line) + 1;
+        return false;
+      }
+      std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> ev_guard(&ev, yaml_event_delete);
+      const int line = static_cast<int>(ev.start_mark.line) + 1;
+      switch (ev.type) {
+        case YAML_STREAM_END_EVENT:
+          return true;
+        case YAML_DOCUMENT_START_EVENT:
+          if (++documents > 1) {
+            err.message = "more than one document in a section (use a \"---\" line between documents)";
+            err.line = line;
+            return false;
+          }
+          break;
+        case YAML_SCALAR_EVENT: {
+          YamlNode* n = doc_.make(YamlNode::Kind::kScalar);
+          n->line = line;
+          n->value.assign(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
+          if (ev.data.scalar.tag) n->tag = reinterpret_cast<const char*>(ev.data.scalar.tag);
+          switch (ev.data.scalar.style) {
+            case YAML_SINGLE_QUOTED_SCALAR_STYLE: n->style = ScalarStyle::kSingle; break;
+            case YAML_DOUBLE_QUOTED_SCALAR_STYLE: n->style = ScalarStyle::kDouble; break;
+            case YAML_LITERAL_SCALAR_STYLE: n->style = ScalarStyle::kLiteral; break;
+            case YAML_FOLDED_SCALAR_STYLE: n->style = ScalarStyle::kFolded; break;
+            default: n->style = ScalarStyle::kPlain; break;
+          }
+          anchor(ev.data.scalar.anchor, n);
+          if (!attach(n, err)) return false;
+          break;
+        }
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT: {
+          bool seq = ev.type == YAML_SEQUENCE_START_EVENT;
+          YamlNode* n = doc_.make(seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap);
+          n->line = line;
+          const yaml_char_t* tag = seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag;
+          if (tag) n->tag = reinterpret_cast<const char*>(tag);
+          anchor(seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor, n);
+          if (!attach(n, err)) return false;
+          stack_.push_back({n, nullptr});
+          break;
+        }
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+          stack_.pop_back();
+          break;
+        case YAML_ALIAS_EVENT: {
+          auto it = anchors_.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
+          if (it == anchors_.end()) {
+            err.message = "unknown alias";
+            err.line = line;
+            return false;
+          }
+          if (!attach(it->second, err)) return false;
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+
+ private:
+  struct Frame {
+    YamlNode* node;
+    YamlNode* pending_key;
+  };
+  YamlDocument& doc_;
+  std::vector<Frame> stack_;
+  std::map<std::string, YamlNode*> anchors_;
+
+  void anchor(const yaml_char_t* name, YamlNode* n) {
+    if (name) anchors_[reinterpret_cast<const char*>(name)] = n;
+  }
+
+  bool attach(YamlNode* n, YamlError& err) {
+    if (stack_.empty()) {
+      doc_.root = n;
+      return true;
+    }
+    Frame& top = stack_.back();
+    if (top.node->kind == YamlNode::Kind::kSequence) {
+      top.node->items.push_back(n);
+    } else if (!top.pending_key) {
+      if (n->kind != YamlNode::Kind::kScalar) {
+        err.message = "mapping keys must be scalars";
+        err.line = n->line;
+        return false;
+      }
+      top.pending_key = n;
+    } else {
+      top.node->pairs.emplace_back(top.pending_key, n);
+      top.pending_key = nullptr;
+    }
+    return true;
+  }
+};
 
 // ---- emitters ----
 
@@ -245,15 +367,24 @@ bool literal_ok(std::string_view s) {
   return true;
 }
 
+std::string single_quoted(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
+
 class YamlEmitter {
  public:
   explicit YamlEmitter(std::size_t budget) : budget_(budget) {}
   std::string out;
 
-  void document(const YAML::Node& n) {
-    if (n.IsMap() && n.size() > 0) {
+  void document(const YamlNode* n) {
+    if (n->kind == YamlNode::Kind::kMap && !n->pairs.empty()) {
       map(n, 0, false);
-    } else if (n.IsSequence() && n.size() > 0) {
+    } else if (n->kind == YamlNode::Kind::kSequence && !n->items.empty()) {
       seq(n, 0);
     } else {
       out += inline_value(n, 0);
@@ -271,111 +402,101 @@ class YamlEmitter {
 
   static std::string pad(int n) { return std::string(static_cast<std::size_t>(n), ' '); }
 
-  // Scalars, null and empty collections; `indent` is where block-literal lines go.
-  std::string inline_value(const YAML::Node& n, int indent) {
-    switch (n.Type()) {
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        return "null";
-      case YAML::NodeType::Sequence:
-        return "[]";
-      case YAML::NodeType::Map:
-        return "{}";
-      case YAML::NodeType::Scalar:
-        break;
-    }
-    const std::string& s = n.Scalar();
-    std::string prefix;
-    auto st = style_of(n);
-    if (st == ScalarStyle::kOther) prefix = n.Tag() + " ";
-    if (st == ScalarStyle::kPlain) {
-      const std::string& tag = n.Tag();
-      if (tag.rfind("tag:yaml.org,2002:", 0) == 0) prefix = "!!" + tag.substr(18) + " ";
-      if (!s.empty()) return prefix + s;
-      return prefix + "\"\"";
-    }
-    if (literal_ok(s)) {
-      std::size_t trailing = 0;
-      while (trailing < s.size() && s[s.size() - 1 - trailing] == '\n') ++trailing;
-      std::string body = prefix + (trailing == 0 ? "|-" : trailing == 1 ? "|" : "|+");
-      std::string_view core(s.data(), s.size() - trailing);
-      std::size_t start = 0;
-      while (true) {
-        auto nl = core.find('\n', start);
-        auto line = core.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
-        body += '\n';
-        if (!line.empty()) body += pad(indent) + std::string(line);
-        if (nl == std::string_view::npos) break;
-        start = nl + 1;
-      }
-      if (trailing > 1) body += std::string(trailing - 1, '\n');
-      return body;
-    }
-    return prefix + (needs_quotes(s) ? double_quoted(s) : s);
+  static std::string tag_prefix(const YamlNode* n) {
+    if (n->tag.empty()) return "";
+    if (n->tag.rfind("tag:yaml.org,2002:", 0) == 0) return "!!" + n->tag.substr(18) + " ";
+    return n->tag + " ";
   }
 
-  static bool is_block(const YAML::Node& n) { return (n.IsMap() || n.IsSequence()) && n.size() > 0; }
-
-  std::string key(const YAML::Node& k) {
-    if (!k.IsScalar()) {
-      if (k.IsNull()) return "null";
-      throw Unconvertible{"mapping keys must be scalars", line_of(k)};
+  std::string literal(const std::string& s, int indent) {
+    std::size_t trailing = 0;
+    while (trailing < s.size() && s[s.size() - 1 - trailing] == '\n') ++trailing;
+    std::string body = trailing == 0 ? "|-" : trailing == 1 ? "|" : "|+";
+    std::string_view core(s.data(), s.size() - trailing);
+    std::size_t start = 0;
+    while (true) {
+      auto nl = core.find('\n', start);
+      auto line = core.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+      body += '\n';
+      if (!line.empty()) body += pad(indent) + std::string(line);
+      if (nl == std::string_view::npos) break;
+      start = nl + 1;
     }
-    const std::string& s = k.Scalar();
-    if (style_of(k) == ScalarStyle::kPlain && !s.empty()) return s;
+    if (trailing > 1) body += std::string(trailing - 1, '\n');
+    return body;
+  }
+
+  // Scalars and empty collections; `indent` is where block-literal lines go.
+  std::string inline_value(const YamlNode* n, int indent) {
+    if (n->kind == YamlNode::Kind::kSequence) return tag_prefix(n) + "[]";
+    if (n->kind == YamlNode::Kind::kMap) return tag_prefix(n) + "{}";
+    const std::string& s = n->value;
+    const std::string prefix = tag_prefix(n);
+    switch (n->style) {
+      case ScalarStyle::kPlain:
+        return prefix + s;  // read back exactly as it was read
+      case ScalarStyle::kSingle:
+        if (s.find('\n') == std::string::npos) return prefix + single_quoted(s);
+        return prefix + double_quoted(s);
+      case ScalarStyle::kDouble:
+        return prefix + double_quoted(s);
+      case ScalarStyle::kLiteral:
+      case ScalarStyle::kFolded:
+        if (literal_ok(s)) return prefix + literal(s, indent);
+        return prefix + double_quoted(s);
+      case ScalarStyle::kNew:
+        break;
+    }
+    if (literal_ok(s)) return literal(s, indent);
     return needs_quotes(s) ? double_quoted(s) : s;
   }
 
+  std::string key(const YamlNode* k) {
+    if (k->kind != YamlNode::Kind::kScalar) throw Unconvertible{"mapping keys must be scalars", k->line};
+    if (k->style == ScalarStyle::kLiteral || k->style == ScalarStyle::kFolded || k->value.find('\n') != std::string::npos)
+      return double_quoted(k->value);
+    return inline_value(k, 0);
+  }
+
   // `inline_first`: the caller already wrote the indent (and "- ") for the first key.
-  void map(const YAML::Node& n, int indent, bool inline_first) {
+  void map(const YamlNode* n, int indent, bool inline_first) {
     bool first = true;
-    for (const auto& kv : n) {
+    for (const auto& [k, v] : n->pairs) {
       tick();
       if (!(first && inline_first)) out += pad(indent);
       first = false;
-      out += key(kv.first);
+      out += key(k);
       out += ':';
-      const YAML::Node& v = kv.second;
-      if (v.IsMap() && v.size() > 0) {
-        out += '\n';
+      if (v->kind == YamlNode::Kind::kMap && !v->pairs.empty()) {
+        out += tag_prefix(v).empty() ? "\n" : " " + tag_prefix(v) + "\n";
         map(v, indent + 2, false);
-      } else if (v.IsSequence() && v.size() > 0) {
-        out += '\n';
+      } else if (v->kind == YamlNode::Kind::kSequence && !v->items.empty()) {
+        out += tag_prefix(v).empty() ? "\n" : " " + tag_prefix(v) + "\n";
         seq(v, indent);
       } else {
-        out += ' ';
-        out += inline_value(v, indent + 2);
+        std::string value = inline_value(v, indent + 2);
+        if (!value.empty()) out += ' ';
+        out += value;
         out += '\n';
       }
     }
   }
 
-  void seq(const YAML::Node& n, int indent) {
-    for (const auto& item : n) {
-      tick();
-      out += pad(indent) + "- ";
-      if (item.IsMap() && item.size() > 0) {
-        map(item, indent + 2, true);
-      } else if (item.IsSequence() && item.size() > 0) {
-        seq_inline(item, indent + 2);
-      } else {
-        out += inline_value(item, indent + 2);
-        out += '\n';
-      }
-    }
-  }
-
-  void seq_inline(const YAML::Node& n, int indent) {
+  void seq(const YamlNode* n, int indent, bool inline_first = false) {
     bool first = true;
-    for (const auto& item : n) {
+    for (const auto* item : n->items) {
       tick();
-      if (!first) out += pad(indent);
+      if (!(first && inline_first)) out += pad(indent);
       first = false;
       out += "- ";
-      if (item.IsMap() && item.size() > 0) {
+      if (item->kind == YamlNode::Kind::kMap && !item->pairs.empty() && item->tag.empty()) {
         map(item, indent + 2, true);
-      } else if (item.IsSequence() && item.size() > 0) {
-        seq_inline(item, indent + 2);
+      } else if (item->kind == YamlNode::Kind::kSequence && !item->items.empty() && item->tag.empty()) {
+        seq(item, indent + 2, true);
+      } else if (item->kind != YamlNode::Kind::kScalar && !(item->pairs.empty() && item->items.empty())) {
+        out += tag_prefix(item) + "\n";
+        if (item->kind == YamlNode::Kind::kMap) map(item, indent + 2, false);
+        else seq(item, indent + 2, false);
       } else {
         out += inline_value(item, indent + 2);
         out += '\n';
@@ -389,37 +510,35 @@ class JsonEmitter {
   explicit JsonEmitter(std::size_t budget) : budget_(budget) {}
   std::string out;
 
-  void value(const YAML::Node& n, int indent) {
+  void value(const YamlNode* n, int indent) {
     if (budget_ == 0) throw BudgetExceeded{};
     --budget_;
-    if (n.IsMap() && n.size() > 0) {
+    if (n->kind == YamlNode::Kind::kMap && !n->pairs.empty()) {
       out += "{\n";
       bool first = true;
-      for (const auto& kv : n) {
+      for (const auto& [k, v] : n->pairs) {
         if (!first) out += ",\n";
         first = false;
-        out += pad(indent + 1) + json(key_text(kv.first)).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
-        value(kv.second, indent + 1);
+        out += pad(indent + 1) + json(key_text(k)).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+        value(v, indent + 1);
       }
       out += "\n" + pad(indent) + "}";
-    } else if (n.IsSequence() && n.size() > 0) {
+    } else if (n->kind == YamlNode::Kind::kSequence && !n->items.empty()) {
       out += "[\n";
       bool first = true;
-      for (const auto& item : n) {
+      for (const auto* item : n->items) {
         if (!first) out += ",\n";
         first = false;
         out += pad(indent + 1);
         value(item, indent + 1);
       }
       out += "\n" + pad(indent) + "]";
-    } else if (n.IsMap()) {
+    } else if (n->kind == YamlNode::Kind::kMap) {
       out += "{}";
-    } else if (n.IsSequence()) {
+    } else if (n->kind == YamlNode::Kind::kSequence) {
       out += "[]";
-    } else if (n.IsScalar()) {
-      out += scalar_json(n).dump(-1, ' ', false, json::error_handler_t::replace);
     } else {
-      out += "null";
+      out += scalar_json(*n).dump(-1, ' ', false, json::error_handler_t::replace);
     }
   }
 
@@ -429,6 +548,16 @@ class JsonEmitter {
 };
 
 }  // namespace
+
+bool YamlNode::is_null() const {
+  return kind == Kind::kScalar && style == ScalarStyle::kPlain && plain_tag(tag) && is_null_word(value);
+}
+
+YamlNode* YamlDocument::make(YamlNode::Kind kind) {
+  nodes.emplace_back();
+  nodes.back().kind = kind;
+  return &nodes.back();
+}
 
 bool DocumentReader::next(RawDocument& out) {
   if (done_) return false;
@@ -460,19 +589,17 @@ bool DocumentReader::next(RawDocument& out) {
   return any;
 }
 
-std::optional<YAML::Node> parse_document(const std::string& text, YamlError& err) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    err.message = e.msg;
-    err.line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
-  } catch (const std::exception& e) {
-    err.message = e.what();
-  }
-  return std::nullopt;
+bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err) {
+  doc.nodes.clear();
+  doc.root = nullptr;
+  Builder b(doc);
+  if (!b.run(text, err)) return false;
+  if (doc.root && doc.root->is_null()) doc.root = nullptr;
+  return true;
 }
 
-std::optional<json> to_json(const YAML::Node& node, std::size_t budget, YamlError& err) {
+std::optional<json> to_json(const YamlNode* node, std::size_t budget, YamlError& err) {
+  if (!node) return json(nullptr);
   try {
     return convert(node, budget);
   } catch (const BudgetExceeded&) {
@@ -480,57 +607,71 @@ std::optional<json> to_json(const YAML::Node& node, std::size_t budget, YamlErro
   } catch (const Unconvertible& u) {
     err.message = u.why;
     err.line = u.line;
-  } catch (const std::exception& e) {
-    err.message = e.what();
   }
   return std::nullopt;
 }
 
-bool apply_patch(YAML::Node root, const std::string& prefix, const json& patch, std::string& err) {
+bool apply_patch(YamlDocument& doc, const std::string& prefix, const json& patch, std::string& err) {
   try {
     for (const auto& op : patch) {
       const std::string kind = op.at("op").get<std::string>();
-      auto tokens = pointer_tokens(prefix + op.at("path").get<std::string>());
-      if (tokens.empty()) {
+      const std::string path = prefix + op.at("path").get<std::string>();
+      auto tokens = pointer_tokens(path);
+      if (tokens.empty() || !doc.root) {
         err = "cannot patch the document root";
         return false;
       }
-      YAML::Node cur;
-      cur.reset(root);
+      YamlNode* cur = doc.root;
       for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
         const auto& t = tokens[i];
-        YAML::Node next;
-        if (cur.IsMap() && find_key(cur, t)) {
-          next.reset(cur[t]);
-        } else if (std::size_t idx = 0; cur.IsSequence() && seq_index(t, cur.size(), idx)) {
-          next.reset(cur[idx]);
-        } else {
-          err = "path " + op.at("path").get<std::string>() + " does not resolve at \"" + t + "\"";
+        YamlNode* next = nullptr;
+        std::size_t idx = 0;
+        if (cur->kind == YamlNode::Kind::kMap) {
+          next = find_value(cur, t);
+        } else if (cur->kind == YamlNode::Kind::kSequence && seq_index(t, cur->items.size(), idx)) {
+          next = cur->items[idx];
+        }
+        if (!next) {
+          err = "path " + path + " does not resolve at \"" + t + "\"";
           return false;
         }
-        cur.reset(next);
+        cur = next;
       }
       const std::string& last = tokens.back();
       if (kind == "add" || kind == "replace") {
-        YAML::Node value = from_json(op.at("value"));
-        if (cur.IsSequence()) {
+        YamlNode* value = from_json(doc, op.at("value"));
+        if (cur->kind == YamlNode::Kind::kSequence) {
           std::size_t idx = 0;
           if (kind == "add" && last == "-") {
-            cur.push_back(value);
-          } else if (seq_index(last, cur.size(), idx) && kind == "replace") {
-            cur[idx] = value;
+            cur->items.push_back(value);
+          } else if (seq_index(last, cur->items.size(), idx)) {
+            if (kind == "replace") cur->items[idx] = value;
+            else cur->items.insert(cur->items.begin() + static_cast<std::ptrdiff_t>(idx), value);
           } else {
-            err = "unsupported sequence operation " + kind + " at " + last;
+            err = "index " + last + " out of range in " + path;
             return false;
           }
-        } else if (cur.IsMap() || cur.IsNull()) {
-          cur[last] = value;
+        } else if (cur->kind == YamlNode::Kind::kMap) {
+          bool found = false;
+          for (auto& [k, v] : cur->pairs) {
+            if (k->kind == YamlNode::Kind::kScalar && k->value == last) {
+              v = value;  // replaces in place: key order is kept
+              found = true;
+              break;
+            }
+          }
+          if (!found) {
+            YamlNode* key = doc.make(YamlNode::Kind::kScalar);
+            key->style = ScalarStyle::kNew;
+            key->value = last;
+            cur->pairs.emplace_back(key, value);
+          }
         } else {
-          err = "cannot add a key to a scalar";
+          err = "cannot add to a scalar at " + path;
           return false;
         }
-      } else if (kind == "remove" && cur.IsMap()) {
-        cur.remove(last);
+      } else if (kind == "remove" && cur->kind == YamlNode::Kind::kMap) {
+        std::erase_if(cur->pairs, [&](const auto& kv) { return kv.first->value == last; });
       } else {
         err = "unsupported patch operation " + kind;
         return false;
@@ -543,7 +684,8 @@ bool apply_patch(YAML::Node root, const std::string& prefix, const json& patch, 
   return true;
 }
 
-std::optional<std::string> emit_yaml(const YAML::Node& node, std::size_t budget, YamlError& err) {
+std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, YamlError& err) {
+  if (!node) return std::string("null\n");
   try {
     YamlEmitter e(budget);
     e.document(node);
@@ -553,13 +695,12 @@ std::optional<std::string> emit_yaml(const YAML::Node& node, std::size_t budget,
   } catch (const Unconvertible& u) {
     err.message = u.why;
     err.line = u.line;
-  } catch (const std::exception& ex) {
-    err.message = ex.what();
   }
   return std::nullopt;
 }
 
-std::optional<std::string> emit_json(const YAML::Node& node, std::size_t budget, int indent, YamlError& err) {
+std::optional<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent, YamlError& err) {
+  if (!node) return std::string("null");
   try {
     JsonEmitter e(budget);
     e.value(node, indent);
@@ -569,8 +710,6 @@ std::optional<std::string> emit_json(const YAML::Node& node, std::size_t budget,
   } catch (const Unconvertible& u) {
     err.message = u.why;
     err.line = u.line;
-  } catch (const std::exception& ex) {
-    err.message = ex.what();
   }
   return std::nullopt;
 }

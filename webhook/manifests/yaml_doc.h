@@ -1,16 +1,18 @@
-// YAML documents for the offline path: split a stream into documents (keeping their exact text),
-// convert between yaml-cpp nodes and JSON, apply a JSON patch to a node tree in place, and emit
-// YAML/JSON that keeps key order and every value's type.
+// YAML documents for the offline path and the config file: split a stream into documents (keeping
+// their exact text), parse each with libyaml into an order-preserving node tree that remembers
+// every scalar's style, convert to JSON the way the Kubernetes API reads YAML, apply a JSON patch
+// to the tree in place, and emit YAML/JSON that keeps key order and every value's type.
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <cstddef>
+#include <deque>
 #include <istream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace shmguard::manifests {
 
@@ -35,33 +37,53 @@ class DocumentReader {
   bool done_ = false;
 };
 
-// An error with the line it happened on (1-based; 0 when unknown).
+enum class ScalarStyle { kPlain, kSingle, kDouble, kLiteral, kFolded, kNew };
+
+struct YamlNode {
+  enum class Kind { kScalar, kSequence, kMap };
+  Kind kind = Kind::kScalar;
+  ScalarStyle style = ScalarStyle::kPlain;  // scalars; kNew: created by a patch
+  std::string value;                        // scalar text
+  std::string tag;                          // explicit tag as libyaml reports it, or empty
+  std::vector<YamlNode*> items;             // sequence
+  std::vector<std::pair<YamlNode*, YamlNode*>> pairs;  // mapping, in document order
+  int line = 0;                             // 1-based, relative to the document text
+
+  bool is_null() const;
+};
+
+// Owns the nodes of one document. Aliases point at the anchored node, so a tree may share
+// nodes; walkers bound their work with a budget instead of trusting the size of the text.
+struct YamlDocument {
+  std::deque<YamlNode> nodes;
+  YamlNode* root = nullptr;  // null for an empty or comment-only document
+  YamlNode* make(YamlNode::Kind kind);
+};
+
+// An error with the line it happened on (1-based within the document; 0 when unknown).
 struct YamlError {
   std::string message;
   int line = 0;
 };
 
-// Parses one document. Returns std::nullopt and fills `err` on invalid YAML.
-// A document with only comments or whitespace gives a Null node.
-std::optional<YAML::Node> parse_document(const std::string& text, YamlError& err);
+// Parses one document. False and `err` on invalid YAML.
+bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err);
 
 // Converts to JSON as the Kubernetes API would read it (plain scalars resolved to null, bool,
 // int or float; quoted scalars stay strings). `budget` bounds the nodes visited, so alias
 // bombs fail instead of expanding; std::nullopt and `err` when exceeded or unconvertible.
-std::optional<nlohmann::json> to_json(const YAML::Node& node, std::size_t budget, YamlError& err);
+std::optional<nlohmann::json> to_json(const YamlNode* node, std::size_t budget, YamlError& err);
 
-// Applies RFC 6902 add/replace/remove operations to `root`, with `prefix` (a JSON pointer)
-// prepended to each path. Returns false with `err` when a path does not resolve.
-bool apply_patch(YAML::Node root, const std::string& prefix, const nlohmann::json& patch,
-                 std::string& err);
+// Applies RFC 6902 add/replace/remove operations to the tree, with `prefix` (a JSON pointer)
+// prepended to each path. False with `err` when a path does not resolve.
+bool apply_patch(YamlDocument& doc, const std::string& prefix, const nlohmann::json& patch, std::string& err);
 
-// Emits YAML in kubectl's layout (2-space maps, "- " lists at the parent's indent). Strings that
-// would read back as another type are quoted. `budget` bounds the nodes emitted.
-std::optional<std::string> emit_yaml(const YAML::Node& node, std::size_t budget, YamlError& err);
+// Emits YAML in kubectl's layout (2-space maps, "- " lists at the parent's indent). Scalars keep
+// their quoting style; new strings that would read back as another type are quoted.
+std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, YamlError& err);
 
-// Emits pretty JSON with the node's key order. `indent` is the starting indent level.
-std::optional<std::string> emit_json(const YAML::Node& node, std::size_t budget, int indent,
-                                     YamlError& err);
+// Emits pretty JSON with the document's key order. `indent` is the starting indent level.
+std::optional<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent, YamlError& err);
 
 // True when a string must be quoted to read back as a string in YAML 1.1 and 1.2.
 bool needs_quotes(std::string_view s);
