@@ -20,15 +20,18 @@ const json* object_at(const json& parent, const char* key) {
   return c && c->is_object() ? c : nullptr;
 }
 
+// The text of annotation `key`; false when absent, or not a scalar (warned).
+bool annotation_text(const json* ann, std::string_view key, std::string& raw, std::vector<std::string>& warnings) {
+  if (ann && string_value(*ann, key, raw)) return true;
+  if (ann && ann->contains(key)) warnings.push_back(std::string(key) + " is not a string; ignored");
+  return false;
+}
+
 // A positive integer annotation. Values past 2^62 saturate (the formula then clamps to max).
 std::optional<std::uint64_t> int_annotation(const json* ann, std::string_view key, bool allow_zero,
                                             std::vector<std::string>& warnings) {
   std::string raw;
-  if (!ann || !string_value(*ann, key, raw)) {
-    if (ann && ann->contains(key))
-      warnings.push_back(std::string(key) + " is not a string; ignored");
-    return std::nullopt;
-  }
+  if (!annotation_text(ann, key, raw, warnings)) return std::nullopt;
   bool digits = !raw.empty() && raw.find_first_not_of("0123456789") == std::string::npos;
   if (!digits) {
     warnings.push_back(std::string(key) + " \"" + printable(raw) +
@@ -53,11 +56,7 @@ std::optional<std::uint64_t> int_annotation(const json* ann, std::string_view ke
 std::optional<std::uint64_t> quantity_annotation(const json* ann, std::string_view key,
                                                  std::vector<std::string>& warnings) {
   std::string raw;
-  if (!ann || !string_value(*ann, key, raw)) {
-    if (ann && ann->contains(key))
-      warnings.push_back(std::string(key) + " is not a string; ignored");
-    return std::nullopt;
-  }
+  if (!annotation_text(ann, key, raw, warnings)) return std::nullopt;
   auto q = sizing::parse_quantity(raw);
   if (!q.ok) {
     warnings.push_back(std::string(key) + " \"" + printable(raw) + "\" is not a quantity (" +
@@ -215,16 +214,6 @@ bool has_sizing_hints(const sizing::SizingInput& in) {
   return in.explicit_size.has_value() || sizing::has_formula_inputs(in);
 }
 
-std::string escape_pointer(std::string_view token) {
-  std::string out;
-  for (char c : token) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
 // Adds `value` at `path` + "/" + key of `parent`: an "add" when the key is absent, a "replace"
 // when it holds null; `append` adds to an existing array instead.
 void add_or_append(json& ops, const json& parent, const std::string& path, const char* key, json value,
@@ -257,7 +246,7 @@ json build_patch(const json& pod, const config::SelectionConfig& sel, const std:
       ops.push_back({{"op", "replace"}, {"path", "/metadata/annotations"}, {"value", annotations}});
     } else {
       for (const auto& [k, v] : annotations.items())
-        ops.push_back({{"op", "add"}, {"path", "/metadata/annotations/" + escape_pointer(k)}, {"value", v}});
+        ops.push_back({{"op", "add"}, {"path", "/metadata/annotations/" + escape_pointer_token(k)}, {"value", v}});
     }
   }
   const json& spec = pod.at("spec");

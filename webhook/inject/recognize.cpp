@@ -28,6 +28,16 @@ Tri bool_value(const json* map, std::string_view key, std::string& raw) {
 
 }  // namespace
 
+std::string escape_pointer_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
 std::string printable(std::string_view value, std::size_t max) {
   std::string out;
   for (char c : value) {

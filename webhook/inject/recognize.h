@@ -44,6 +44,9 @@ bool glob_match(std::string_view pattern, std::string_view text);
 // Returns false when the key is absent or the value is not a scalar.
 bool string_value(const nlohmann::json& map, std::string_view key, std::string& out);
 
+// A JSON pointer reference token for `key` ("~" -> "~0", "/" -> "~1").
+std::string escape_pointer_token(std::string_view key);
+
 // A value safe to echo in a warning: control characters replaced, at most `max` characters.
 std::string printable(std::string_view value, std::size_t max = 40);
 

@@ -1,22 +1,14 @@
 // Pod-template discovery (see templates.h).
 #include "manifests/templates.h"
 
+#include "inject/recognize.h"
+
 namespace shmguard::manifests {
 namespace {
 
 using nlohmann::json;
 
 constexpr std::size_t kMaxDepth = 64;
-
-std::string escape_token(const std::string& t) {
-  std::string out;
-  for (char c : t) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
 
 std::string str(const json& o, const char* key) {
   if (!o.is_object()) return {};
@@ -59,7 +51,7 @@ void walk(const json& node, const std::string& pointer, const std::string& path,
     }
     for (const auto& [k, v] : node.items()) {
       if (!v.is_structured()) continue;
-      walk(v, pointer + "/" + escape_token(k), path.empty() ? k : path + "." + k, owner, depth + 1, out);
+      walk(v, pointer + "/" + inject::escape_pointer_token(k), path.empty() ? k : path + "." + k, owner, depth + 1, out);
     }
   } else if (node.is_array()) {
     for (std::size_t i = 0; i < node.size(); ++i) {

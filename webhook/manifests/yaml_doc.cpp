@@ -684,12 +684,12 @@ bool apply_patch(YamlDocument& doc, const std::string& prefix, const json& patch
   return true;
 }
 
-std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, YamlError& err) {
-  if (!node) return std::string("null\n");
+namespace {
+// Runs an emitter, turning its budget and shape failures into `err`.
+template <typename Emit>
+std::optional<std::string> guarded_emit(YamlError& err, Emit&& emit) {
   try {
-    YamlEmitter e(budget);
-    e.document(node);
-    return std::move(e.out);
+    return emit();
   } catch (const BudgetExceeded&) {
     err.message = "document expands to too many nodes (alias expansion?)";
   } catch (const Unconvertible& u) {
@@ -698,20 +698,24 @@ std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, Y
   }
   return std::nullopt;
 }
+}  // namespace
+
+std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, YamlError& err) {
+  if (!node) return std::string("null\n");
+  return guarded_emit(err, [&] {
+    YamlEmitter e(budget);
+    e.document(node);
+    return std::move(e.out);
+  });
+}
 
 std::optional<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent, YamlError& err) {
   if (!node) return std::string("null");
-  try {
+  return guarded_emit(err, [&] {
     JsonEmitter e(budget);
     e.value(node, indent);
     return std::move(e.out);
-  } catch (const BudgetExceeded&) {
-    err.message = "document expands to too many nodes (alias expansion?)";
-  } catch (const Unconvertible& u) {
-    err.message = u.why;
-    err.line = u.line;
-  }
-  return std::nullopt;
+  });
 }
 
 bool needs_quotes(std::string_view s) {
