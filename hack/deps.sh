@@ -4,7 +4,7 @@
 set -euo pipefail
 build=(g++ cmake ninja-build pkg-config libssl-dev nlohmann-json3-dev libyaml-dev libcli11-dev
        libgtest-dev libgmock-dev libbenchmark-dev openssl libtcmalloc-minimal4)
-test=(python3 python3-pytest python3-jsonpatch python3-yaml curl clang libclang-rt-14-dev)
+test=(python3 python3-pytest python3-jsonpatch python3-yaml python3-torch curl clang libclang-rt-14-dev util-linux)
 demo=(curl python3)
 bench=(wrk python3-yaml valgrind)
 fuzz=(clang libclang-rt-14-dev)

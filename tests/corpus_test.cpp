@@ -101,10 +101,10 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, Corpus, ::testing::ValuesIn(corpus_files()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = fs::path(info.param).filename().string();
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string n = fs::path(param.param).filename().string();
                            std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-                           return n + "_" + std::to_string(info.index);
+                           return n + "_" + std::to_string(param.index);
                          });
 
 TEST(CorpusSuite, HasTheSixtyFiles) {

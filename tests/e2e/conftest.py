@@ -155,3 +155,14 @@ def training_pod(generate=True, **annotations):
             "spec": {"containers": [{"name": "pytorch", "image": "docker.io/kubeflowkatib/pytorch-mnist:v1",
                                      "resources": {"limits": {"memory": "64Gi", "cpu": "8"}}}],
                      "restartPolicy": "OnFailure"}}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A run whose every test was skipped exits 77, so ctest reports it as skipped, not passed."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or exitstatus != 0:
+        return
+    passed = len(reporter.stats.get("passed", []))
+    skipped = len(reporter.stats.get("skipped", []))
+    if skipped and not passed:
+        session.exitstatus = 77

@@ -109,8 +109,11 @@ TEST(Offline, CrlfInputStaysCrlf) {
   auto r = run(crlf);
   ASSERT_TRUE(r.ok) << r.err;
   EXPECT_EQ(r.out.find("\n"), r.out.find("\r\n") + 1);
-  for (std::size_t i = 0; i < r.out.size(); ++i)
-    if (r.out[i] == '\n') ASSERT_EQ(r.out[i - 1], '\r') << "bare LF at " << i;
+  for (std::size_t i = 0; i < r.out.size(); ++i) {
+    if (r.out[i] == '\n') {
+      ASSERT_EQ(r.out[i - 1], '\r') << "bare LF at " << i;
+    }
+  }
 }
 
 TEST(Offline, JsonOutputSingleAndList) {

@@ -1,0 +1,152 @@
+"""The claim users care about, proven with real PyTorch: a DataLoader that dies with a bus error
+in a pod's default 64 MiB /dev/shm finishes in the /dev/shm that shmguard sizes for it.
+
+For every configuration: a pod with the sizing annotations goes through shmguard (the webhook
+over TLS, and `shmguard mutate`), the two sizeLimits must agree, the workload runs in a private
+tmpfs of exactly that size and must finish, and in 64 MiB it must die with PyTorch's bus-error
+message. Needs root and unshare(1) for private /dev/shm mounts; skipped (with the reason) otherwise.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonpatch
+import pytest
+import yaml
+
+from conftest import BIN, Server, decode_patch, gen_certs, review
+
+HERE = Path(__file__).resolve().parent
+WORKLOAD = HERE / "dataloader_workload.py"
+PYTHON = "/usr/bin/python3"
+MI = 1 << 20
+RESULTS = []
+
+
+def can_run():
+    if os.geteuid() != 0:
+        return "needs root for private /dev/shm mounts (unshare -m)"
+    if not shutil.which("unshare"):
+        return "unshare(1) not found"
+    r = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if r.returncode != 0:
+        return "unshare -m not permitted here: " + r.stderr.decode().strip()
+    r = subprocess.run([PYTHON, "-c", "import torch"], capture_output=True)
+    if r.returncode != 0:
+        return "python3-torch is not installed (hack/deps.sh test installs it)"
+    return None
+
+
+SKIP = can_run()
+pytestmark = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
+
+# (id, batch, workers, sample bytes, prefetch, procs, memory limit or None)
+CONFIGS = [
+    ("b32-w4-1Mi-p2", 32, 4, 1 * MI, 2, 1, None),
+    ("b64-w8-256Ki-p2", 64, 8, 256 * 1024, 2, 1, None),
+    ("b32-w4-1Mi-p4", 32, 4, 1 * MI, 4, 1, None),
+    ("b128-w3-128Ki-p3", 128, 3, 128 * 1024, 3, 1, None),
+    ("2procs-b16-w2-1Mi-p2", 16, 2, 1 * MI, 2, 2, None),
+    ("memlimit-b32-w4-1Mi-p4", 32, 4, 1 * MI, 4, 1, "1Gi"),
+]
+
+
+def pod_for(batch, workers, sample, prefetch, procs, memory_limit):
+    ann = {"shmguard.io/batch-size": str(batch), "shmguard.io/num-workers": str(workers),
+           "shmguard.io/sample-size": str(sample), "shmguard.io/prefetch-factor": str(prefetch),
+           "shmguard.io/procs-per-pod": str(procs)}
+    container = {"name": "train", "image": "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime"}
+    if memory_limit:
+        container["resources"] = {"limits": {"memory": memory_limit}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "annotations": ann},
+            "spec": {"containers": [container]}}
+
+
+def to_bytes(quantity):
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40}
+    for u, m in units.items():
+        if quantity.endswith(u):
+            return int(quantity[:-2]) * m
+    return int(quantity)
+
+
+def run_workload(shm_bytes, batch, workers, sample, prefetch, procs):
+    cmd = (f"mount -t tmpfs -o size={shm_bytes} tmpfs /dev/shm && exec {PYTHON} {WORKLOAD} "
+           f"--batch-size {batch} --num-workers {workers} --sample-size {sample} "
+           f"--prefetch-factor {prefetch} --procs {procs} --steps 16 --step-seconds 0.25")
+    r = subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, timeout=240)
+    out = r.stdout.decode(errors="replace")
+    peak = None
+    for line in out.splitlines():
+        if line.startswith('{"peak_shm_bytes"'):
+            peak = json.loads(line)["peak_shm_bytes"]
+    return r.returncode, peak, r.stderr.decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def webhook(tmp_path_factory):
+    certs = gen_certs(tmp_path_factory.mktemp("certs"))
+    s = Server(certs / "tls.crt", certs / "tls.key", certs / "ca.crt")
+    yield s
+    s.stop()
+
+
+def size_via_both_paths(webhook, tmp_path, pod, config=None):
+    # Webhook path: an AdmissionReview over TLS, the patch applied with jsonpatch.
+    status, body = webhook.post(review(pod))
+    assert status == 200
+    resp = json.loads(body)["response"]
+    patched = jsonpatch.apply_patch(pod, decode_patch(resp))
+    webhook_size = patched["spec"]["volumes"][-1]["emptyDir"]["sizeLimit"]
+    # Offline path: shmguard mutate.
+    f = tmp_path / "pod.yaml"
+    f.write_text(yaml.safe_dump(pod))
+    args = [BIN, "mutate", "-f", str(f), "-o", "json"] + (["--config", str(config)] if config else [])
+    out = json.loads(subprocess.run(args, capture_output=True, check=True, text=True).stdout)
+    offline_size = out["spec"]["volumes"][-1]["emptyDir"]["sizeLimit"]
+    return webhook_size, offline_size, resp.get("warnings", [])
+
+
+@pytest.mark.parametrize("cid,batch,workers,sample,prefetch,procs,memory_limit", CONFIGS, ids=[c[0] for c in CONFIGS])
+def test_bus_error_without_shmguard_and_none_with_it(webhook, tmp_path, cid, batch, workers, sample, prefetch,
+                                                   procs, memory_limit):
+    pod = pod_for(batch, workers, sample, prefetch, procs, memory_limit)
+    webhook_size, offline_size, warnings = size_via_both_paths(webhook, tmp_path, pod)
+    assert webhook_size == offline_size, "webhook and offline paths must pick the same size"
+    size = to_bytes(webhook_size)
+    if memory_limit:
+        assert size > to_bytes(memory_limit)
+        assert any("memory limit" in w for w in warnings), warnings
+
+    code, peak, err = run_workload(size, batch, workers, sample, prefetch, procs)
+    assert code == 0, f"workload failed in the {webhook_size} /dev/shm shmguard chose:\n{err[-3000:]}"
+    assert peak and peak <= size
+
+    code64, _, err64 = run_workload(64 * MI, batch, workers, sample, prefetch, procs)
+    assert code64 != 0, "the workload was expected to crash in a 64 MiB /dev/shm"
+    assert "DataLoader worker" in err64 and "Bus error" in err64, err64[-3000:]
+
+    RESULTS.append((cid, webhook_size, peak, size / peak))
+    print(f"\n{cid}: shmguard {webhook_size}, peak /dev/shm {peak / MI:.1f} MiB, size/peak {size / peak:.2f}")
+
+
+def test_formula_alone_is_enough(webhook, tmp_path):
+    """With min, base and the NCCL allowance set to almost nothing, the size is the loader term
+    of the formula alone: the workload must still finish in it."""
+    cfg = tmp_path / "tight.yaml"
+    cfg.write_text("sizing:\n  min: 1Mi\n  base: 0\n  ncclPerProcess: 0\n")
+    batch, workers, sample, prefetch, procs = 32, 4, 1 * MI, 4, 1
+    pod = pod_for(batch, workers, sample, prefetch, procs, None)
+    f = tmp_path / "pod.yaml"
+    f.write_text(yaml.safe_dump(pod))
+    out = json.loads(subprocess.run([BIN, "mutate", "-f", str(f), "-o", "json", "--config", str(cfg)],
+                                    capture_output=True, check=True, text=True).stdout)
+    size_text = out["spec"]["volumes"][-1]["emptyDir"]["sizeLimit"]
+    size = to_bytes(size_text)
+    assert size == (workers * prefetch + 2) * batch * sample * 3 // 2  # 864Mi
+    code, peak, err = run_workload(size, batch, workers, sample, prefetch, procs)
+    assert code == 0, err[-3000:]
+    print(f"\nloader term only: {size_text}, peak {peak / MI:.1f} MiB, size/peak {size / peak:.2f}")
