@@ -1,0 +1,51 @@
+// Fuzz target: the manifest reader and `mutate`. Invalid input must give an error naming the
+// input; valid input must produce output that parses again with the same number of documents.
+#include <cstdint>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "manifests/offline.h"
+#include "manifests/yaml_doc.h"
+
+namespace {
+std::size_t documents(const std::string& text, bool& ok) {
+  std::istringstream in(text);
+  shmguard::manifests::DocumentReader reader(in);
+  shmguard::manifests::RawDocument raw;
+  std::size_t n = 0;
+  ok = true;
+  while (reader.next(raw)) {
+    shmguard::manifests::YamlDocument doc;
+    shmguard::manifests::YamlError err;
+    if (!shmguard::manifests::parse_document(raw.text, doc, err)) ok = false;
+    if (doc.root) ++n;
+  }
+  return n;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const shmguard::config::Config cfg;
+  std::string text(reinterpret_cast<const char*>(data), size);
+  std::ostringstream out;
+  shmguard::manifests::OfflineRunner runner(cfg, shmguard::manifests::OutputFormat::kYaml, out);
+  std::istringstream in(text);
+  std::string err;
+  if (!runner.process("fuzz.yaml", in, err)) {
+    if (err.rfind("fuzz.yaml:", 0) != 0) std::abort();
+    return 0;
+  }
+  bool ok_in = false, ok_out = false;
+  std::size_t before = documents(text, ok_in);
+  std::size_t after = documents(out.str(), ok_out);
+  if (!ok_out || before != after) std::abort();
+  std::ostringstream json_out;
+  shmguard::manifests::OfflineRunner json_runner(cfg, shmguard::manifests::OutputFormat::kJson, json_out);
+  std::istringstream in2(text);
+  if (json_runner.process("fuzz.yaml", in2, err)) {
+    json_runner.finish();
+    if (nlohmann::json::parse(json_out.str(), nullptr, false).is_discarded()) std::abort();
+  }
+  return 0;
+}
