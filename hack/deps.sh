@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages shmguard needs to build, test, demo or benchmark.
-# usage: hack/deps.sh [build|test|demo|bench|fuzz]...   (installs only what is missing)
+# usage: hack/deps.sh [build|test|chart|demo|bench|fuzz]...   (installs only what is missing)
 set -euo pipefail
 build=(g++ cmake ninja-build pkg-config libssl-dev nlohmann-json3-dev libyaml-dev libcli11-dev
        libgtest-dev libgmock-dev libbenchmark-dev openssl libtcmalloc-minimal4)
-test=(python3 python3-pytest python3-jsonpatch python3-yaml python3-torch curl clang libclang-rt-14-dev util-linux)
+test=(python3 python3-pytest python3-jsonpatch python3-yaml python3-jsonschema python3-torch curl clang libclang-rt-14-dev util-linux)
+chart=(python3 python3-yaml python3-jsonschema)
 demo=(curl python3)
 bench=(wrk python3-yaml valgrind)
 fuzz=(clang libclang-rt-14-dev)
@@ -13,6 +14,7 @@ for group in "$@"; do
   case "$group" in
     build) ;;
     test) want+=("${test[@]}") ;;
+    chart) want+=("${chart[@]}") ;;
     demo) want+=("${demo[@]}") ;;
     bench) want+=("${bench[@]}") ;;
     fuzz) want+=("${fuzz[@]}") ;;

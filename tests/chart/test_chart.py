@@ -1,0 +1,266 @@
+"""The Helm chart: rendered under every ci/*-values.yaml (with `helm` when on PATH, else Helm's
+template engine from ../shared/tools/helm-template), values checked against values.schema.json,
+the rendered config loaded by shmguard itself, certificates verified with openssl, and deploy/
+checked to be exactly what hack/gen-deploy.sh generates from the chart."""
+import base64
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "hack"))
+from helm_render import CHART, RenderError, render, renderer  # noqa: E402
+
+BIN = os.environ.get("SHMGUARD_BIN", str(ROOT / "build" / "shmguard"))
+NS = "ml-system"
+TOOL, WHY = renderer()
+pytestmark = pytest.mark.skipif(TOOL is None, reason=WHY or "")
+CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
+
+
+def objects(values_file=None, sets=()):
+    text = render([values_file] if values_file else [], sets, namespace=NS, name="shmguard")
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    by_kind = {}
+    for d in docs:
+        by_kind.setdefault(d["kind"], []).append(d)
+    return docs, by_kind
+
+
+def one(by_kind, kind):
+    assert len(by_kind.get(kind, [])) == 1, f"expected one {kind}, got {len(by_kind.get(kind, []))}"
+    return by_kind[kind][0]
+
+
+def merged_values(values_file):
+    base = yaml.safe_load((CHART / "values.yaml").read_text())
+    over = yaml.safe_load(Path(values_file).read_text()) or {}
+
+    def merge(a, b):
+        for k, v in b.items():
+            if isinstance(v, dict) and isinstance(a.get(k), dict):
+                merge(a[k], v)
+            else:
+                a[k] = v
+        return a
+    return merge(base, over)
+
+
+def test_every_ci_values_file_is_covered():
+    names = {f.name for f in CI_FILES}
+    assert {"selfsigned-values.yaml", "certmanager-values.yaml", "existingsecret-values.yaml",
+            "custom-values.yaml"} <= names
+
+
+# ---- values.schema.json ----
+
+SCHEMA = json.loads((CHART / "values.schema.json").read_text())
+
+
+@pytest.mark.parametrize("values_file", [CHART / "values.yaml"] + CI_FILES, ids=lambda p: Path(p).name)
+def test_values_match_the_schema(values_file):
+    jsonschema.validate(merged_values(values_file), SCHEMA)
+
+
+@pytest.mark.parametrize("path,value", [
+    (["replicaCount"], "two"),
+    (["unknownKey"], 1),
+    (["certificates", "mode"], "letsencrypt"),
+    (["config", "sizing", "max"], "lots"),
+    (["config", "sizing", "maxx"], "1Gi"),
+    (["config", "sizing", "headroom"], 0.5),
+    (["config", "selection", "imageGlobs"], "*pytorch*"),
+    (["webhook", "failurePolicy"], "Maybe"),
+    (["tlsMinVersion"], "1.1"),
+    (["resources", "requests", "cpu"], None),
+])
+def test_schema_rejects_bad_values(path, value):
+    v = copy.deepcopy(yaml.safe_load((CHART / "values.yaml").read_text()))
+    node = v
+    for k in path[:-1]:
+        node = node[k]
+    if value is None:
+        node["bogus"] = 1
+        node = v["resources"]
+        node["bogus"] = 1
+    else:
+        node[path[-1]] = value
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(v, SCHEMA)
+
+
+# ---- rendering ----
+
+@pytest.mark.parametrize("values_file", CI_FILES, ids=lambda p: p.name)
+def test_render_common_objects(values_file):
+    docs, by_kind = objects(values_file)
+    values = merged_values(values_file)
+    for kind in ["Deployment", "Service", "ServiceAccount", "ConfigMap", "MutatingWebhookConfiguration",
+                 "PodDisruptionBudget"]:
+        one(by_kind, kind)
+    for d in docs:
+        if d["kind"] != "MutatingWebhookConfiguration":
+            assert d["metadata"]["namespace"] == NS, d["kind"]
+
+    dep = one(by_kind, "Deployment")
+    spec = dep["spec"]["template"]["spec"]
+    assert dep["spec"]["replicas"] == values["replicaCount"]
+    assert spec["automountServiceAccountToken"] is False
+    assert one(by_kind, "ServiceAccount")["automountServiceAccountToken"] is False
+    psc = spec["securityContext"]
+    assert psc["runAsNonRoot"] is True and psc["runAsUser"] == 65532
+    assert psc["seccompProfile"]["type"] == "RuntimeDefault"
+    c = spec["containers"][0]
+    csc = c["securityContext"]
+    assert csc["readOnlyRootFilesystem"] is True and csc["allowPrivilegeEscalation"] is False
+    assert csc["capabilities"]["drop"] == ["ALL"]
+    assert c["resources"]["limits"] and c["resources"]["requests"]
+    assert c["livenessProbe"]["httpGet"]["port"] == "metrics" and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert "--config=/etc/shmguard/config/config.yaml" in c["args"]
+    assert f"--tls-min-version={values['tlsMinVersion']}" in c["args"]
+    assert len(dep["spec"]["template"]["metadata"]["annotations"]["checksum/config"]) == 64
+    assert spec["topologySpreadConstraints"][0]["whenUnsatisfiable"] == "ScheduleAnyway"
+    if values["priorityClassName"]:
+        assert spec["priorityClassName"] == values["priorityClassName"]
+    pdb = one(by_kind, "PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == values["podDisruptionBudget"]["minAvailable"]
+
+    mwc = one(by_kind, "MutatingWebhookConfiguration")
+    wh = mwc["webhooks"][0]
+    assert wh["failurePolicy"] == values["webhook"]["failurePolicy"]
+    assert wh["sideEffects"] == "None" and wh["admissionReviewVersions"] == ["v1", "v1beta1"]
+    assert wh["timeoutSeconds"] == values["webhook"]["timeoutSeconds"]
+    assert wh["reinvocationPolicy"] == "IfNeeded" and wh["matchPolicy"] == "Equivalent"
+    assert wh["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                            "resources": ["pods"], "scope": "Namespaced"}]
+    svc = wh["clientConfig"]["service"]
+    assert svc == {"name": "shmguard", "namespace": NS, "path": "/mutate", "port": 443}
+    excluded = wh["namespaceSelector"]["matchExpressions"][0]
+    assert excluded["operator"] == "NotIn"
+    assert {"kube-system", "kube-node-lease", "kube-public", NS} <= set(excluded["values"])
+    assert set(values["webhook"]["excludeNamespaces"]) <= set(excluded["values"])
+    assert wh["objectSelector"]["matchExpressions"][0] == {"key": "shmguard.io/inject", "operator": "NotIn",
+                                                           "values": ["false"]}
+    # The helm test pod verifies the certificate for the service name and is never injected.
+    test_pod = [d for d in by_kind.get("Pod", []) if d["metadata"]["annotations"].get("helm.sh/hook") == "test"]
+    assert len(test_pod) == 1
+    assert test_pod[0]["metadata"]["labels"]["shmguard.io/inject"] == "false"
+    assert f"https://shmguard.{NS}.svc:443/readyz" in test_pod[0]["spec"]["containers"][0]["command"][2]
+
+
+@pytest.mark.parametrize("values_file", CI_FILES, ids=lambda p: p.name)
+def test_rendered_config_is_loaded_by_shmguard(values_file, tmp_path):
+    _, by_kind = objects(values_file)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(one(by_kind, "ConfigMap")["data"]["config.yaml"])
+    values = merged_values(values_file)
+    r = subprocess.run([BIN, "size", "--batch-size", "1024", "--num-workers", "32", "--sample-size", "8Mi",
+                        "--config", str(cfg), "-o", "json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["sizeLimit"] == values["config"]["sizing"]["max"]
+
+
+def test_selfsigned_certificate(tmp_path):
+    _, by_kind = objects(CHART / "ci" / "selfsigned-values.yaml")
+    secret = one(by_kind, "Secret")
+    assert secret["type"] == "kubernetes.io/tls"
+    for k in ("tls.crt", "tls.key", "ca.crt"):
+        (tmp_path / k).write_bytes(base64.b64decode(secret["data"][k]))
+    mwc = one(by_kind, "MutatingWebhookConfiguration")
+    assert mwc["webhooks"][0]["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    r = subprocess.run(["openssl", "verify", "-CAfile", tmp_path / "ca.crt", tmp_path / "tls.crt"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    san = subprocess.run(["openssl", "x509", "-in", tmp_path / "tls.crt", "-noout", "-ext", "subjectAltName"],
+                         capture_output=True, text=True).stdout
+    names = {part.strip()[4:] for part in san.splitlines()[-1].split(",") if part.strip().startswith("DNS:")}
+    assert names == {"shmguard", f"shmguard.{NS}", f"shmguard.{NS}.svc", f"shmguard.{NS}.svc.cluster.local"}, san
+    pub = lambda args: subprocess.run(["openssl"] + args, capture_output=True).stdout  # noqa: E731
+    assert pub(["x509", "-in", tmp_path / "tls.crt", "-noout", "-pubkey"]) == \
+        pub(["pkey", "-in", tmp_path / "tls.key", "-pubout"])
+    dep = one(by_kind, "Deployment")
+    assert dep["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"] == secret["metadata"]["name"]
+
+
+def test_certmanager_chain():
+    _, by_kind = objects(CHART / "ci" / "certmanager-values.yaml")
+    assert "Secret" not in by_kind
+    issuers = {i["metadata"]["name"]: i["spec"] for i in by_kind["Issuer"]}
+    certs = {c["metadata"]["name"]: c["spec"] for c in by_kind["Certificate"]}
+    assert issuers["shmguard-selfsigned"] == {"selfSigned": {}}
+    assert certs["shmguard-ca"]["isCA"] is True and certs["shmguard-ca"]["issuerRef"]["name"] == "shmguard-selfsigned"
+    assert issuers["shmguard-ca"] == {"ca": {"secretName": "shmguard-ca"}}
+    serving = certs["shmguard-tls"]
+    assert serving["issuerRef"]["name"] == "shmguard-ca"
+    assert serving["dnsNames"] == ["shmguard", f"shmguard.{NS}", f"shmguard.{NS}.svc", f"shmguard.{NS}.svc.cluster.local"]
+    assert serving["duration"] == "2160h" and serving["renewBefore"] == "360h"
+    mwc = one(by_kind, "MutatingWebhookConfiguration")
+    assert mwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NS}/shmguard-tls"
+    assert "caBundle" not in mwc["webhooks"][0]["clientConfig"]
+    dep = one(by_kind, "Deployment")
+    assert dep["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"] == serving["secretName"]
+
+
+def test_existing_secret():
+    values = merged_values(CHART / "ci" / "existingsecret-values.yaml")
+    _, by_kind = objects(CHART / "ci" / "existingsecret-values.yaml")
+    assert "Secret" not in by_kind and "Certificate" not in by_kind
+    mwc = one(by_kind, "MutatingWebhookConfiguration")
+    assert mwc["webhooks"][0]["clientConfig"]["caBundle"] == values["certificates"]["existingSecret"]["caBundle"]
+    dep = one(by_kind, "Deployment")
+    assert dep["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"] == "shmguard-serving-cert"
+
+
+def test_custom_install():
+    _, by_kind = objects(CHART / "ci" / "custom-values.yaml")
+    np_ = one(by_kind, "NetworkPolicy")
+    assert np_["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "10.0.0.0/24"}}]
+    assert np_["spec"]["ingress"][1]["ports"][0]["port"] == "metrics"
+    sm = one(by_kind, "ServiceMonitor")
+    assert sm["metadata"]["labels"]["release"] == "prometheus"
+    wh = one(by_kind, "MutatingWebhookConfiguration")["webhooks"][0]
+    assert wh["namespaceSelector"]["matchLabels"] == {"shmguard.io/enabled": "true"}
+    assert "monitoring" in wh["namespaceSelector"]["matchExpressions"][0]["values"]
+    cfg = yaml.safe_load(one(by_kind, "ConfigMap")["data"]["config.yaml"])
+    assert cfg["selection"]["injectInitContainers"] is True and cfg["sizing"]["prefetchFactor"] == 4
+
+
+def test_config_change_rolls_pods():
+    _, a = objects(CHART / "ci" / "selfsigned-values.yaml")
+    _, b = objects(CHART / "ci" / "selfsigned-values.yaml", sets=["config.sizing.min=2Gi"])
+    key = lambda k: one(k, "Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/config"]  # noqa: E731
+    assert key(a) != key(b)
+
+
+def test_bad_mode_and_missing_secret_fail():
+    with pytest.raises(RenderError):
+        objects(sets=["certificates.mode=letsencrypt"])
+    with pytest.raises(RenderError):
+        objects(sets=["certificates.mode=existingSecret"])
+
+
+# ---- deploy/ ----
+
+def test_deploy_is_generated_from_the_chart(tmp_path):
+    subprocess.run([sys.executable, str(ROOT / "hack" / "gen_deploy.py"), str(tmp_path)], check=True)
+    for name in ["shmguard.yaml", "namespace.yaml", "kustomization.yaml"]:
+        assert (tmp_path / name).read_text() == (ROOT / "deploy" / name).read_text(), \
+            f"deploy/{name} is stale: run hack/gen-deploy.sh"
+
+
+@pytest.mark.skipif(not shutil.which("kubectl"), reason="kubectl not installed")
+def test_kustomize_builds_deploy():
+    r = subprocess.run(["kubectl", "kustomize", str(ROOT / "deploy")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    kinds = [d["kind"] for d in yaml.safe_load_all(r.stdout) if d]
+    for k in ["Namespace", "Deployment", "Service", "MutatingWebhookConfiguration", "Certificate", "Issuer"]:
+        assert k in kinds
+    assert "Pod" not in kinds
