@@ -70,6 +70,9 @@ class Server:
         # http.client verifies against the host it connects to; make it the service DNS name.
         conn._tunnel_host = None
         raw = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        # As Go's client does: without it, headers and body go out as two segments and Nagle
+        # plus delayed ACKs add 40 ms to every request.
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.sock = ctx.wrap_socket(raw, server_hostname=server_hostname)
         return conn
 

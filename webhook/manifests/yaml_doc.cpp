@@ -453,6 +453,7 @@ class YamlEmitter {
 
   std::string key(const YamlNode* k) {
     if (k->kind != YamlNode::Kind::kScalar) throw Unconvertible{"mapping keys must be scalars", k->line};
+    if (k->value.empty()) return tag_prefix(k) + "\"\"";  // an empty plain key cannot be written bare
     if (k->style == ScalarStyle::kLiteral || k->style == ScalarStyle::kFolded || k->value.find('\n') != std::string::npos)
       return double_quoted(k->value);
     return inline_value(k, 0);

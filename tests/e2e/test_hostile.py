@@ -1,0 +1,178 @@
+"""Hostile clients against the real server, and hostile input to the offline reader: every answer
+is a 200 that admits or a 4xx with a message, never a 5xx, a reset or a crash; memory stays flat."""
+import json
+import socket
+import ssl
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BIN, SERVICE_DNS, review, training_pod
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def pod_with(path, value):
+    pod = training_pod()
+    node = pod
+    for k in path[:-1]:
+        node = node.setdefault(k, {})
+    node[path[-1]] = value
+    return pod
+
+
+WRONG_TYPES = [
+    (["metadata", "labels"], ["a", "b"]),
+    (["metadata", "labels"], "shmguard.io/inject=true"),
+    (["metadata", "annotations"], [1, 2, 3]),
+    (["metadata", "annotations"], {"shmguard.io/batch-size": {"nested": True}}),
+    (["metadata", "annotations"], {"shmguard.io/batch-size": 32, "shmguard.io/num-workers": 4.5,
+                                   "shmguard.io/sample-size": True}),
+    (["metadata"], "string"),
+    (["metadata"], None),
+    (["spec"], None),
+    (["spec"], [1]),
+    (["spec", "containers"], "nope"),
+    (["spec", "containers"], [None, 1, "x", []]),
+    (["spec", "containers"], [{"name": 1, "image": 2, "volumeMounts": "x", "resources": []}]),
+    (["spec", "containers"], [{"image": "pytorch/pytorch", "resources": {"limits": {"memory": ["1Gi"],
+                                                                                   "nvidia.com/gpu": "lots"}}}]),
+    (["spec", "volumes"], {"name": "x"}),
+    (["spec", "volumes"], [None, {"name": None, "emptyDir": "x"}]),
+    (["spec", "hostIPC"], "true"),
+    (["spec", "initContainers"], 7),
+    (["metadata", "name"], "x" * 200000),
+    (["metadata", "annotations"], {"k%d" % i: "v" * 100 for i in range(20000)}),
+]
+
+
+@pytest.mark.parametrize("path,value", WRONG_TYPES, ids=[f"{'.'.join(p)}-{i}" for i, (p, _) in enumerate(WRONG_TYPES)])
+def test_wrong_types_are_admitted_or_rejected_never_5xx(server, path, value):
+    status, body = server.post(review(pod_with(path, value)))
+    assert status in (200, 400), (status, body[:300])
+    if status == 200:
+        assert json.loads(body)["response"]["allowed"] is True
+
+
+@pytest.mark.parametrize("body", [
+    b"", b"null", b"[]", b"{}", b"123", b'"str"', b"{" * 100000, b"[" * 3000000,
+    json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": None}).encode(),
+    json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": None}}).encode(),
+    json.dumps({"apiVersion": 1, "kind": [], "request": {}}).encode(),
+    bytes(range(256)) * 100,
+    b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"\xff\xfe"}}',
+    b'{"a":' + b'"' + b"x" * (7 * 1024 * 1024) + b'"}',
+], ids=lambda b: f"{len(b)}-bytes-{b[:12]!r}"[:40])
+def test_garbage_bodies(server, body):
+    status, data = server.post(body)
+    assert status in (200, 400), (status, data[:200])
+    assert data
+
+
+def test_plain_http_and_garbage_on_the_tls_port(server):
+    for payload in [b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", bytes(range(256)) * 64, b"\x16\x03\x01\xff\xff" + b"A" * 70000]:
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        try:
+            s.sendall(payload)
+            s.settimeout(5)
+            try:
+                s.recv(4096)
+            except (ConnectionResetError, socket.timeout):
+                pass
+        finally:
+            s.close()
+    assert server.post(review(training_pod()))[0] == 200
+    assert server.proc.poll() is None
+
+
+def test_abrupt_disconnects_mid_request(server):
+    ctx = server.tls_context()
+    body = json.dumps(review(training_pod())).encode()
+    for cut in [0, 10, 60, len(body) // 2]:
+        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=SERVICE_DNS)
+        s.sendall(b"POST /mutate HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+        s.sendall(body[:cut])
+        s.close()
+    assert server.post(review(training_pod()))[0] == 200
+
+
+def test_memory_stays_flat_under_sustained_traffic(server):
+    body = json.dumps(review(training_pod(batch_size="32", num_workers="4", sample_size="1Mi")))
+    bad = b"{" * 200
+
+    def burst(n):
+        conn = server.connection()
+        for i in range(n):
+            server.post(body if i % 10 else bad, conn=conn)
+        conn.close()
+
+    for _ in range(4):
+        burst(500)  # warm up allocator pools and caches
+    before = rss_kb(server.proc.pid)
+    threads = [threading.Thread(target=burst, args=(2500,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    after = rss_kb(server.proc.pid)
+    assert after - before < 8 * 1024, f"RSS grew from {before} KiB to {after} KiB over 10,000 requests"
+
+
+def test_many_new_connections(server):
+    ctx = server.tls_context()
+    for _ in range(300):
+        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=SERVICE_DNS)
+        s.close()
+    assert server.post(review(training_pod()))[0] == 200
+    deadline = time.time() + 5
+    while time.time() < deadline and server.metric("shmguard_admission_requests_total", '{decision="injected",reason="injected"}') < 1:
+        time.sleep(0.1)
+
+
+# ---- the offline reader ----
+
+def run(args, stdin):
+    t = time.time()
+    r = subprocess.run([BIN] + args, input=stdin, capture_output=True, timeout=60)
+    return r, time.time() - t
+
+
+def test_alias_bomb_is_refused_quickly():
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    prev = "a"
+    for c in "bcdefghi":
+        lines.append(f"{c}: &{c} [" + ",".join([f"*{prev}"] * 9) + "]")
+        prev = c
+    doc = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n" +
+           "\n".join("  " + l for l in lines) + "\n").encode()
+    for cmd in (["mutate", "-f", "-"], ["check", "-f", "-"]):
+        r, secs = run(cmd, doc)
+        assert r.returncode == 2 and r.stdout == b"", r.stdout[:200]
+        assert b"too many nodes" in r.stderr
+        assert secs < 10
+
+
+@pytest.mark.parametrize("payload", [bytes(range(256)) * 40, b"kind: Pod\nmetadata: {name: \xff\xfe}\n",
+                                     b"\x00" * 1000, b"a: b\n\tc: d\n", b"- [" * 5000],
+                         ids=["binary", "invalid-utf8", "nul-bytes", "tab-indent", "deep-flow"])
+def test_garbage_manifests(payload):
+    r, secs = run(["mutate", "-f", "-"], payload)
+    assert r.returncode == 2 and r.stdout == b"" and b"<stdin>" in r.stderr
+    assert secs < 10
+
+
+def test_huge_document_is_bounded():
+    # One 30 MB document with 200,000 containers: handled, in bounded time.
+    containers = "".join(f"  - name: c{i}\n    image: pytorch/pytorch\n" for i in range(200000))
+    doc = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: big\nspec:\n  containers:\n" + containers).encode()
+    r, secs = run(["check", "-f", "-"], doc)
+    assert r.returncode == 1, r.stderr[-300:]
+    assert b"would inject" in r.stdout
+    assert secs < 30
