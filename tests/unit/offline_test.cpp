@@ -160,3 +160,39 @@ TEST(Offline, CheckReportMarksMissing) {
   EXPECT_EQ(j["sizeLimit"], "1Gi");
   EXPECT_EQ(j["missing"], true);
 }
+
+TEST(Offline, AnchorsAndAliasesAreExpandedInChangedDocuments) {
+  const std::string text = R"(apiVersion: batch/v1
+kind: Job
+metadata: {name: anchored}
+spec:
+  template:
+    metadata:
+      labels: &labels
+        training.kubeflow.org/job-name: j
+    spec:
+      containers:
+      - &c
+        name: a
+        image: example/a:1
+        env: &env [{name: X, value: "1"}]
+      - name: b
+        image: example/b:1
+        env: *env
+      - *c
+)";
+  auto r = run(text);
+  ASSERT_TRUE(r.ok) << r.err;
+  ASSERT_EQ(r.reports.size(), 1u);
+  EXPECT_TRUE(r.reports[0].result.mutated());
+  YamlError err;
+  YamlDocument din, dout;
+  ASSERT_TRUE(parse_document(text, din, err));
+  ASSERT_TRUE(parse_document(r.out, dout, err)) << err.message << "\n" << r.out;
+  auto in = *to_json(din.root, 10000, err);
+  auto out = *to_json(dout.root, 10000, err);
+  EXPECT_EQ(out["spec"]["template"]["spec"]["containers"][1]["env"], in["spec"]["template"]["spec"]["containers"][1]["env"]);
+  EXPECT_EQ(out["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][0]["mountPath"], "/dev/shm");
+  // The aliased third container is its own copy: exactly one mount each, not two on a shared node.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(out["spec"]["template"]["spec"]["containers"][i]["volumeMounts"].size(), 1u) << i;
+}

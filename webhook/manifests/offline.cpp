@@ -171,6 +171,10 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
       opts.build_patched = false;
       rep.result = inject::inject_pod(doc->at(json::json_pointer(ref.pointer)), cfg_, opts);
       if (rep.result.mutated() && format_ != OutputFormat::kNone) {
+        if (!ydoc_.unshare(node_budget(raw.text))) {
+          err = where(0) + ": document expands to too many nodes (alias expansion?)";
+          return false;
+        }
         std::string perr;
         if (!apply_patch(ydoc_, ref.pointer, rep.result.patch, perr)) {
           err = where(0) + ": internal error applying the patch to " + ref.path + ": " + perr;

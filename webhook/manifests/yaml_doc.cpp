@@ -286,6 +286,7 @@ class Builder {
             err.line = line;
             return false;
           }
+          doc_.has_aliases = true;
           if (!attach(it->second, err)) return false;
           break;
         }
@@ -554,6 +555,32 @@ bool YamlNode::is_null() const {
   return kind == Kind::kScalar && style == ScalarStyle::kPlain && plain_tag(tag) && is_null_word(value);
 }
 
+namespace {
+YamlNode* clone(YamlDocument& doc, const YamlNode* n, std::size_t& budget) {
+  if (budget == 0) throw BudgetExceeded{};
+  --budget;
+  YamlNode* c = doc.make(n->kind);
+  c->style = n->style;
+  c->value = n->value;
+  c->tag = n->tag;
+  c->line = n->line;
+  for (const auto* item : n->items) c->items.push_back(clone(doc, item, budget));
+  for (const auto& [k, v] : n->pairs) c->pairs.emplace_back(clone(doc, k, budget), clone(doc, v, budget));
+  return c;
+}
+}  // namespace
+
+bool YamlDocument::unshare(std::size_t budget) {
+  if (!has_aliases || !root) return true;
+  try {
+    root = clone(*this, root, budget);  // the old nodes stay in the arena, unreferenced
+    has_aliases = false;
+    return true;
+  } catch (const BudgetExceeded&) {
+    return false;
+  }
+}
+
 YamlNode* YamlDocument::make(YamlNode::Kind kind) {
   nodes.emplace_back();
   nodes.back().kind = kind;
@@ -593,6 +620,7 @@ bool DocumentReader::next(RawDocument& out) {
 bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err) {
   doc.nodes.clear();
   doc.root = nullptr;
+  doc.has_aliases = false;
   Builder b(doc);
   if (!b.run(text, err)) return false;
   if (doc.root && doc.root->is_null()) doc.root = nullptr;

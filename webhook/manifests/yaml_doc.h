@@ -57,7 +57,11 @@ struct YamlNode {
 struct YamlDocument {
   std::deque<YamlNode> nodes;
   YamlNode* root = nullptr;  // null for an empty or comment-only document
+  bool has_aliases = false;  // some nodes are shared
   YamlNode* make(YamlNode::Kind kind);
+  // Gives every alias its own copy, so a patch to one place cannot change another.
+  // False when the expansion would exceed `budget` nodes.
+  bool unshare(std::size_t budget);
 };
 
 // An error with the line it happened on (1-based within the document; 0 when unknown).
