@@ -100,6 +100,8 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
   }
 }
 
+// Without ../shared/corpus (e.g. inside `docker build`) there are no files: not a failure.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Corpus);
 INSTANTIATE_TEST_SUITE_P(Files, Corpus, ::testing::ValuesIn(corpus_files()),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string n = fs::path(param.param).filename().string();
