@@ -21,6 +21,19 @@ BIN = os.environ.get("SHMGUARD_BIN", str(SRC / "build" / "shmguard"))
 SERVICE_DNS = "shmguard.shmguard.svc"
 
 
+def _sanitized():
+    try:
+        out = subprocess.run(["ldd", BIN], capture_output=True, text=True).stdout
+    except OSError:
+        return False
+    return "libasan" in out or "libubsan" in out
+
+
+# The binary under test was built with AddressSanitizer: slower, and its RSS follows ASan's
+# quarantine rather than the program (leaks are caught by LeakSanitizer instead).
+SANITIZED = _sanitized()
+
+
 def gen_certs(out_dir, svc="shmguard", ns="shmguard"):
     subprocess.run([str(SRC / "hack" / "gen-certs.sh"), str(out_dir), svc, ns], check=True,
                    stdout=subprocess.DEVNULL)

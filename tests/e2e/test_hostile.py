@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import BIN, SERVICE_DNS, review, training_pod
+from conftest import BIN, SANITIZED, SERVICE_DNS, review, training_pod
 
 
 def rss_kb(pid):
@@ -103,6 +103,7 @@ def test_abrupt_disconnects_mid_request(server):
     assert server.post(review(training_pod()))[0] == 200
 
 
+@pytest.mark.skipif(SANITIZED, reason="RSS follows ASan's quarantine; LeakSanitizer checks leaks in this build")
 def test_memory_stays_flat_under_sustained_traffic(server):
     body = json.dumps(review(training_pod(batch_size="32", num_workers="4", sample_size="1Mi")))
     bad = b"{" * 200
@@ -156,7 +157,7 @@ def test_alias_bomb_is_refused_quickly():
         r, secs = run(cmd, doc)
         assert r.returncode == 2 and r.stdout == b"", r.stdout[:200]
         assert b"too many nodes" in r.stderr
-        assert secs < 10
+        assert secs < (60 if SANITIZED else 10)
 
 
 @pytest.mark.parametrize("payload", [bytes(range(256)) * 40, b"kind: Pod\nmetadata: {name: \xff\xfe}\n",
@@ -165,7 +166,7 @@ def test_alias_bomb_is_refused_quickly():
 def test_garbage_manifests(payload):
     r, secs = run(["mutate", "-f", "-"], payload)
     assert r.returncode == 2 and r.stdout == b"" and b"<stdin>" in r.stderr
-    assert secs < 10
+    assert secs < (60 if SANITIZED else 10)
 
 
 def test_huge_document_is_bounded():
@@ -175,4 +176,4 @@ def test_huge_document_is_bounded():
     r, secs = run(["check", "-f", "-"], doc)
     assert r.returncode == 1, r.stderr[-300:]
     assert b"would inject" in r.stdout
-    assert secs < 30
+    assert secs < (300 if SANITIZED else 30)

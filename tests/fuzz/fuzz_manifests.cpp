@@ -1,6 +1,7 @@
 // Fuzz target: the manifest reader and `mutate`. Invalid input must give an error naming the
 // input; valid input must produce output that parses again with the same number of documents.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -32,20 +33,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   shmguard::manifests::OfflineRunner runner(cfg, shmguard::manifests::OutputFormat::kYaml, out);
   std::istringstream in(text);
   std::string err;
+  auto fail = [](const char* why, const std::string& detail) {
+    std::fprintf(stderr, "fuzz_manifests: %s\n%s\n", why, detail.c_str());
+    std::abort();
+  };
   if (!runner.process("fuzz.yaml", in, err)) {
-    if (err.rfind("fuzz.yaml:", 0) != 0) std::abort();
+    if (err.rfind("fuzz.yaml:", 0) != 0) fail("error does not name the input", err);
     return 0;
   }
   bool ok_in = false, ok_out = false;
   std::size_t before = documents(text, ok_in);
   std::size_t after = documents(out.str(), ok_out);
-  if (!ok_out || before != after) std::abort();
+  if (!ok_out) fail("output does not parse", out.str());
+  if (before != after) fail("document count changed", out.str());
   std::ostringstream json_out;
   shmguard::manifests::OfflineRunner json_runner(cfg, shmguard::manifests::OutputFormat::kJson, json_out);
   std::istringstream in2(text);
   if (json_runner.process("fuzz.yaml", in2, err)) {
     json_runner.finish();
-    if (nlohmann::json::parse(json_out.str(), nullptr, false).is_discarded()) std::abort();
+    if (nlohmann::json::parse(json_out.str(), nullptr, false).is_discarded()) fail("invalid JSON output", json_out.str());
   }
   return 0;
 }

@@ -435,7 +435,11 @@ class YamlEmitter {
     const std::string prefix = tag_prefix(n);
     switch (n->style) {
       case ScalarStyle::kPlain:
-        return prefix + s;  // read back exactly as it was read
+        // Numbers, booleans and nulls are single tokens: written back as read, same type. A
+        // plain string may have been folded from several lines into text that is not valid
+        // plain on one line ("- a - b", "a: b"), so it takes the quoting rules of new strings.
+        if (s.empty() || !plain_tag(n->tag) || !resolve_plain(s).is_string() || !needs_quotes(s)) return prefix + s;
+        return prefix + double_quoted(s);
       case ScalarStyle::kSingle:
         if (s.find('\n') == std::string::npos) return prefix + single_quoted(s);
         return prefix + double_quoted(s);
