@@ -111,7 +111,7 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
   o.namespace_name = str_field(req, "namespace");
   o.pod = str_field(req, "name");
 
-  json response = {{"uid", uid}, {"allowed", true}};
+  std::string patch_b64;
   try {
     const json empty = json::object();
     const json& kind = req.contains("kind") ? req["kind"] : empty;
@@ -146,8 +146,7 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
         o.decision = "injected";
         o.size_bytes = r.size();
         o.size = sizing::format_quantity(r.size());
-        response["patchType"] = "JSONPatch";
-        response["patch"] = base64_encode(r.patch.dump());
+        patch_b64 = base64_encode(r.patch.dump());
       } else {
         o.decision = "skipped";
       }
@@ -158,15 +157,27 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
     o.reason = "internal-error";
     o.error = e.what();
     o.warnings = {"shmguard internal error; pod admitted without /dev/shm sizing"};
-    response = {{"uid", uid}, {"allowed", true}};
+    patch_b64.clear();
+  }
+  // Written by hand: the response is small and fixed in shape, and this is the hot path.
+  o.body.reserve(256 + patch_b64.size());
+  o.body = "{\"apiVersion\":";
+  o.body += json(api_version).dump();
+  o.body += ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":";
+  o.body += json(uid).dump(-1, ' ', false, json::error_handler_t::replace);
+  o.body += ",\"allowed\":true";
+  if (!patch_b64.empty()) {
+    o.body += ",\"patchType\":\"JSONPatch\",\"patch\":\"";
+    o.body += patch_b64;
+    o.body += '"';
   }
   if (!o.warnings.empty()) {
     json w = json::array();
     for (const auto& s : o.warnings) w.push_back(sanitize_warning(s));
-    response["warnings"] = std::move(w);
+    o.body += ",\"warnings\":";
+    o.body += w.dump(-1, ' ', false, json::error_handler_t::replace);
   }
-  json out = {{"apiVersion", api_version}, {"kind", "AdmissionReview"}, {"response", std::move(response)}};
-  o.body = out.dump(-1, ' ', false, json::error_handler_t::replace);
+  o.body += "}}";
   return o;
 }
 

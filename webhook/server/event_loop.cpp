@@ -223,6 +223,9 @@ void EventLoopServer::worker_main(int index) {
               }
             }
             c.in.append(buf, static_cast<std::size_t>(n));
+            // A short read with nothing buffered in TLS means the socket is drained: skip the
+            // read that would only return EAGAIN (level-triggered epoll reports anything later).
+            if (static_cast<std::size_t>(n) < sizeof buf && (!c.ssl || SSL_pending(c.ssl) == 0)) break;
           }
           if (!c.in.empty() && !c.request_started) {
             c.request_started = true;
