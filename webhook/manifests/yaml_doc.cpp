@@ -631,10 +631,12 @@ bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err) 
   return true;
 }
 
-std::optional<json> to_json(const YamlNode* node, std::size_t budget, YamlError& err) {
-  if (!node) return json(nullptr);
+namespace {
+// Runs a tree walk, turning its budget and shape failures into `err`.
+template <typename Walk>
+auto guarded(YamlError& err, Walk&& walk) -> std::optional<decltype(walk())> {
   try {
-    return convert(node, budget);
+    return walk();
   } catch (const BudgetExceeded&) {
     err.message = "document expands to too many nodes (alias expansion?)";
   } catch (const Unconvertible& u) {
@@ -642,6 +644,12 @@ std::optional<json> to_json(const YamlNode* node, std::size_t budget, YamlError&
     err.line = u.line;
   }
   return std::nullopt;
+}
+}  // namespace
+
+std::optional<json> to_json(const YamlNode* node, std::size_t budget, YamlError& err) {
+  if (!node) return json(nullptr);
+  return guarded(err, [&] { return convert(node, budget); });
 }
 
 bool apply_patch(YamlDocument& doc, const std::string& prefix, const json& patch, std::string& err) {
@@ -717,25 +725,10 @@ bool apply_patch(YamlDocument& doc, const std::string& prefix, const json& patch
   return true;
 }
 
-namespace {
-// Runs an emitter, turning its budget and shape failures into `err`.
-template <typename Emit>
-std::optional<std::string> guarded_emit(YamlError& err, Emit&& emit) {
-  try {
-    return emit();
-  } catch (const BudgetExceeded&) {
-    err.message = "document expands to too many nodes (alias expansion?)";
-  } catch (const Unconvertible& u) {
-    err.message = u.why;
-    err.line = u.line;
-  }
-  return std::nullopt;
-}
-}  // namespace
 
 std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, YamlError& err) {
   if (!node) return std::string("null\n");
-  return guarded_emit(err, [&] {
+  return guarded(err, [&] {
     YamlEmitter e(budget);
     e.document(node);
     return std::move(e.out);
@@ -744,7 +737,7 @@ std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, Y
 
 std::optional<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent, YamlError& err) {
   if (!node) return std::string("null");
-  return guarded_emit(err, [&] {
+  return guarded(err, [&] {
     JsonEmitter e(budget);
     e.value(node, indent);
     return std::move(e.out);
