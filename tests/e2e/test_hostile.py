@@ -123,6 +123,7 @@ def test_memory_stays_flat_under_sustained_traffic(server):
     for t in threads:
         t.join()
     after = rss_kb(server.proc.pid)
+    print(f"\nRSS over 10,000 requests: {before} KiB -> {after} KiB")
     assert after - before < 8 * 1024, f"RSS grew from {before} KiB to {after} KiB over 10,000 requests"
 
 
