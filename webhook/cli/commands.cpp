@@ -148,7 +148,6 @@ int run_manifests(const ManifestArgs& a, bool check) {
     std::FILE* f;
     ~Closer() { std::fclose(f); }
   } closer{tmp};
-  std::string buffer;
   class FileBuf : public std::streambuf {
    public:
     explicit FileBuf(std::FILE* f) : f_(f) {}

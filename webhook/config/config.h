@@ -50,7 +50,7 @@ ConfigResult parse_config(std::string_view yaml_text);
 // Reads and parses a config file; the error names the file.
 ConfigResult load_config_file(const std::string& path);
 
-// The config rendered back as YAML (used by `shmguard config` docs and tests).
+// The headroom as a decimal ("1.5"), for explanations.
 std::string headroom_text(std::uint32_t headroom_milli);
 
 }  // namespace shmguard::config

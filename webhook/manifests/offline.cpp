@@ -24,13 +24,12 @@ const char* type_name(const YamlNode& n) {
 }
 
 // Leading comment and blank lines of a document (after its "---" line), kept on rewrite.
-std::string leading_comments(const std::string& text, bool& had_separator, std::string& separator) {
+std::string leading_comments(const std::string& text, bool& had_separator) {
   std::size_t pos = 0;
   had_separator = false;
   if (text.compare(0, 3, "---") == 0) {
     had_separator = true;
     auto nl = text.find('\n');
-    separator = text.substr(0, nl == std::string::npos ? text.size() : nl + 1);
     // Content after "--- " on the same line (e.g. "--- # note") is dropped with the line.
     pos = nl == std::string::npos ? text.size() : nl + 1;
   }
@@ -199,8 +198,7 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
         return false;
       }
       bool had_sep = false;
-      std::string sep;
-      std::string head = leading_comments(raw.text, had_sep, sep);
+      std::string head = leading_comments(raw.text, had_sep);
       std::string body = (had_sep ? std::string("---\n") : std::string()) + head + *text;
       if (raw.text.find("\r\n") != std::string::npos) {
         std::erase(body, '\r');
