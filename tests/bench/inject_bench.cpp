@@ -32,9 +32,7 @@ void BM_InjectPod(benchmark::State& state) {
   const json pod = realistic_pod();
   const config::Config cfg;
   for (auto _ : state) {
-    inject::InjectOptions opts;
-    opts.build_patched = false;  // as the webhook calls it
-    auto r = inject::inject_pod(pod, cfg, opts);
+    auto r = inject::inject_pod(pod, cfg);
     benchmark::DoNotOptimize(r);
   }
   state.counters["pod_bytes"] = static_cast<double>(pod.dump().size());

@@ -22,14 +22,16 @@ json training_pod() {
              "volumes": [{"name": "data", "emptyDir": {}}]}
   })");
 }
+json patched(const json& pod, const InjectResult& r) { return pod.patch(r.patch); }
 }  // namespace
 
 TEST(Inject, AddsVolumeMountsAndAnnotations) {
-  auto r = inject_pod(training_pod(), cfg);
+  const auto pod = training_pod();
+  auto r = inject_pod(pod, cfg);
   ASSERT_TRUE(r.mutated()) << r.summary;
   EXPECT_EQ(r.reason, "injected");
   EXPECT_EQ(r.size(), 1120 * sizing::kMi);
-  const auto& p = r.patched;
+  const auto p = patched(pod, r);
   EXPECT_EQ(p["spec"]["volumes"].size(), 2u);
   EXPECT_EQ(p["spec"]["volumes"][1],
             json::parse(R"({"name":"shmguard-dshm","emptyDir":{"medium":"Memory","sizeLimit":"1120Mi"}})"));
@@ -44,7 +46,7 @@ TEST(Inject, AddsVolumeMountsAndAnnotations) {
 TEST(Inject, PatchReproducesThePatchedPod) {
   auto pod = training_pod();
   auto r = inject_pod(pod, cfg);
-  EXPECT_EQ(pod.patch(r.patch), r.patched);
+  EXPECT_EQ(pod.patch(json::diff(pod, patched(pod, r))), patched(pod, r));
   // Keys with '/' are escaped as ~1 in the patch.
   EXPECT_NE(r.patch.dump().find("shmguard.io~1injected-size"), std::string::npos);
 }
@@ -53,8 +55,7 @@ TEST(Inject, CreatesMissingFields) {
   json pod = {{"spec", {{"containers", {{{"name", "c"}, {"image", "pytorch/pytorch"}}}}}}};
   auto r = inject_pod(pod, cfg);
   ASSERT_TRUE(r.mutated());
-  EXPECT_EQ(pod.patch(r.patch), r.patched);
-  EXPECT_TRUE(r.patched["metadata"]["annotations"].is_object());
+  EXPECT_TRUE(patched(pod, r)["metadata"]["annotations"].is_object());
   EXPECT_EQ(r.size(), 8 * sizing::kGi);
 }
 
@@ -63,12 +64,16 @@ TEST(Inject, NullFieldsAreReplaced) {
     "spec":{"volumes":null,"containers":[{"name":"c","volumeMounts":null}]}})");
   auto r = inject_pod(pod, cfg);
   ASSERT_TRUE(r.mutated());
-  EXPECT_EQ(pod.patch(r.patch), r.patched);
+  const auto p = patched(pod, r);
+  EXPECT_EQ(p["spec"]["volumes"].size(), 1u);
+  EXPECT_EQ(p["spec"]["containers"][0]["volumeMounts"].size(), 1u);
+  EXPECT_EQ(p["metadata"]["annotations"].size(), 2u);
 }
 
 TEST(Inject, IdempotentOnItsOwnOutput) {
-  auto r = inject_pod(training_pod(), cfg);
-  auto again = inject_pod(r.patched, cfg);
+  const auto pod = training_pod();
+  auto r = inject_pod(pod, cfg);
+  auto again = inject_pod(patched(pod, r), cfg);
   EXPECT_FALSE(again.mutated());
   EXPECT_EQ(again.reason, "already-injected");
   EXPECT_TRUE(again.patch.empty());
@@ -77,8 +82,9 @@ TEST(Inject, IdempotentOnItsOwnOutput) {
 TEST(Inject, InitContainersWhenConfigured) {
   config::Config c;
   c.selection.inject_init_containers = true;
-  auto r = inject_pod(training_pod(), c);
-  EXPECT_EQ(r.patched["spec"]["initContainers"][0]["volumeMounts"][0]["mountPath"], "/dev/shm");
+  const auto pod = training_pod();
+  auto r = inject_pod(pod, c);
+  EXPECT_EQ(patched(pod, r)["spec"]["initContainers"][0]["volumeMounts"][0]["mountPath"], "/dev/shm");
 }
 
 TEST(Inject, UserManagedShmIsLeftAloneAndChecked) {

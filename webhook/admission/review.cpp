@@ -137,13 +137,11 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
           }
         }
       }
-      inject::InjectOptions opts;
-      opts.build_patched = false;
-      auto r = inject::inject_pod(pod, cfg, opts);
+      auto r = inject::inject_pod(pod, cfg);
       o.reason = r.reason;
       o.warnings = r.warnings;
       if (r.mutated()) {
-        o.decision = "injected";
+        o.decision = r.action == inject::Action::kUpdated ? "updated" : "injected";
         o.size_bytes = r.size();
         o.size = sizing::format_quantity(r.size());
         patch_b64 = base64_encode(r.patch.dump());

@@ -1,6 +1,8 @@
 // The injection engine (see inject.h).
 #include "inject/inject.h"
 
+#include <algorithm>
+
 #include "sizing/quantity.h"
 
 namespace shmguard::inject {
@@ -20,55 +22,57 @@ const json* object_at(const json& parent, const char* key) {
   return c && c->is_object() ? c : nullptr;
 }
 
-// The text of annotation `key`; false when absent, or not a scalar (warned).
-bool annotation_text(const json* ann, std::string_view key, std::string& raw, std::vector<std::string>& warnings) {
-  if (ann && string_value(*ann, key, raw)) return true;
-  if (ann && ann->contains(key)) warnings.push_back(std::string(key) + " is not a string; ignored");
-  return false;
-}
+// Reading the sizing annotations: each bad value is warned about (naming the annotation, so the
+// offline path can point at its line) and listed in the sizing explanation as ignored.
+struct AnnotationReader {
+  const json* ann;
+  InjectResult& r;
+  sizing::SizingInput& in;
 
-// A positive integer annotation. Values past 2^62 saturate (the formula then clamps to max).
-std::optional<std::uint64_t> int_annotation(const json* ann, std::string_view key, bool allow_zero,
-                                            std::vector<std::string>& warnings) {
-  std::string raw;
-  if (!annotation_text(ann, key, raw, warnings)) return std::nullopt;
-  bool digits = !raw.empty() && raw.find_first_not_of("0123456789") == std::string::npos;
-  if (!digits) {
-    warnings.push_back(std::string(key) + " \"" + printable(raw) +
-                       "\" is not a whole number; ignored");
-    return std::nullopt;
+  void bad(std::string_view key, const std::string& raw, const std::string& why) {
+    r.warn(std::string(key) + " \"" + printable(raw) + "\" " + why + "; ignored", key);
+    const std::string short_why = why.starts_with("is ") ? why.substr(3) : why;
+    in.ignored.push_back(std::string(key.substr(key.find('/') + 1)) + " \"" + printable(raw) + "\" (" + short_why + ")");
   }
-  std::uint64_t v = 0;
-  for (char c : raw) {
-    v = v * 10 + static_cast<std::uint64_t>(c - '0');
-    if (v > (1ULL << 62)) {
-      v = 1ULL << 62;
-      break;
+
+  // The text of annotation `key`; false when absent, or not a scalar (warned).
+  bool text(std::string_view key, std::string& raw) {
+    if (ann && string_value(*ann, key, raw)) return true;
+    if (ann && ann->contains(key)) bad(key, "(not a string)", "is not a string");
+    return false;
+  }
+
+  // A positive integer annotation. Values past 2^62 saturate (the formula then clamps to max).
+  std::optional<std::uint64_t> count(std::string_view key, bool allow_zero) {
+    std::string raw;
+    if (!text(key, raw)) return std::nullopt;
+    auto v = sizing::parse_count(raw);
+    if (!v) {
+      bad(key, raw, "is not a whole number");
+      return std::nullopt;
     }
+    if (*v == 0 && !allow_zero) {
+      bad(key, raw, "must be at least 1");
+      return std::nullopt;
+    }
+    return v;
   }
-  if (v == 0 && !allow_zero) {
-    warnings.push_back(std::string(key) + " \"0\" must be at least 1; ignored");
-    return std::nullopt;
-  }
-  return v;
-}
 
-std::optional<std::uint64_t> quantity_annotation(const json* ann, std::string_view key,
-                                                 std::vector<std::string>& warnings) {
-  std::string raw;
-  if (!annotation_text(ann, key, raw, warnings)) return std::nullopt;
-  auto q = sizing::parse_quantity(raw);
-  if (!q.ok) {
-    warnings.push_back(std::string(key) + " \"" + printable(raw) + "\" is not a quantity (" +
-                       q.error + "); ignored");
-    return std::nullopt;
+  std::optional<std::uint64_t> quantity(std::string_view key) {
+    std::string raw;
+    if (!text(key, raw)) return std::nullopt;
+    auto q = sizing::parse_quantity(raw);
+    if (!q.ok) {
+      bad(key, raw, "is not a quantity (" + q.error + ")");
+      return std::nullopt;
+    }
+    if (q.negative || q.bytes == 0) {
+      bad(key, raw, "must be positive");
+      return std::nullopt;
+    }
+    return q.bytes;
   }
-  if (q.negative || q.bytes == 0) {
-    warnings.push_back(std::string(key) + " \"" + printable(raw) + "\" must be positive; ignored");
-    return std::nullopt;
-  }
-  return q.bytes;
-}
+};
 
 // Containers whose mounts shmguard manages, as (field name) in pod spec.
 std::vector<const char*> managed_container_fields(const config::SelectionConfig& sel) {
@@ -83,6 +87,7 @@ struct PodFacts {
   std::uint64_t gpus = 0;
   const json* shm_volume_mount = nullptr;  // first container mount at /dev/shm
   bool already_injected = false;
+  std::optional<std::size_t> owned_volume;  // index of shmguard's own volume in spec.volumes
   std::string invalid;  // why the pod cannot be patched safely
 };
 
@@ -90,7 +95,7 @@ bool is_shm_path(const json& mount) {
   const json* p = child(mount, "mountPath");
   if (!p || !p->is_string()) return false;
   const auto& s = p->get_ref<const std::string&>();
-  return s == "/dev/shm" || s == "/dev/shm/";
+  return s == kShmPath || (s.size() == std::string_view(kShmPath).size() + 1 && s.starts_with(kShmPath) && s.back() == '/');
 }
 
 std::optional<std::uint64_t> resource_limit(const json& resources_owner, const char* resource) {
@@ -104,7 +109,7 @@ std::optional<std::uint64_t> resource_limit(const json& resources_owner, const c
   return q.bytes;
 }
 
-PodFacts gather(const json& pod, const json* spec, const json* annotations) {
+PodFacts gather(const json& pod, const json* spec) {
   PodFacts f;
   if (!pod.is_object()) {
     f.invalid = "object is not a JSON object";
@@ -116,7 +121,6 @@ PodFacts gather(const json& pod, const json* spec, const json* annotations) {
     if (const json* an = child(*a, "annotations"); an && !an->is_object() && !an->is_null())
       f.invalid = "metadata.annotations is not an object";
   }
-  if (annotations && annotations->contains(kInjectedSizeKey)) f.already_injected = true;
   if (!spec) {
     if (f.invalid.empty()) f.invalid = "spec is missing or not an object";
     return f;
@@ -129,10 +133,12 @@ PodFacts gather(const json& pod, const json* spec, const json* annotations) {
   if (const json* v = child(*spec, "volumes"); v && !v->is_array() && !v->is_null()) {
     if (f.invalid.empty()) f.invalid = "spec.volumes is not a list";
   } else if (v && v->is_array()) {
-    for (const auto& vol : *v) {
-      const json* n = child(vol, "name");
-      if (n && n->is_string() && n->get_ref<const std::string&>() == kVolumeName)
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      const json* n = child((*v)[i], "name");
+      if (n && n->is_string() && n->get_ref<const std::string&>() == kVolumeName) {
         f.already_injected = true;
+        f.owned_volume = i;
+      }
     }
   }
   std::uint64_t mem_sum = 0;
@@ -193,15 +199,15 @@ std::optional<std::uint64_t> existing_shm_size(const json* spec, const json& mou
   return std::nullopt;
 }
 
-sizing::SizingInput read_sizing(const json* ann, const PodFacts& facts,
-                                std::vector<std::string>& warnings) {
+sizing::SizingInput read_sizing(const json* ann, const PodFacts& facts, InjectResult& r) {
   sizing::SizingInput in;
-  in.batch_size = int_annotation(ann, kBatchSizeKey, false, warnings);
-  in.num_workers = int_annotation(ann, kNumWorkersKey, true, warnings);
-  in.sample_size = quantity_annotation(ann, kSampleSizeKey, warnings);
-  in.prefetch_factor = int_annotation(ann, kPrefetchKey, false, warnings);
-  in.procs = int_annotation(ann, kProcsKey, false, warnings);
-  in.explicit_size = quantity_annotation(ann, kSizeKey, warnings);
+  AnnotationReader rd{ann, r, in};
+  in.batch_size = rd.count(kBatchSizeKey, false);
+  in.num_workers = rd.count(kNumWorkersKey, true);
+  in.sample_size = rd.quantity(kSampleSizeKey);
+  in.prefetch_factor = rd.count(kPrefetchKey, false);
+  in.procs = rd.count(kProcsKey, false);
+  in.explicit_size = rd.quantity(kSizeKey);
   if (!in.procs && facts.gpus > 0) {
     in.procs = facts.gpus;
     in.procs_from_gpus = true;
@@ -229,38 +235,119 @@ void add_or_append(json& ops, const json& parent, const std::string& path, const
   }
 }
 
-json build_patch(const json& pod, const config::SelectionConfig& sel, const std::string& size_text,
-                 const std::string& explanation) {
-  json ops = json::array();
-  const json annotations = {{kInjectedSizeKey, size_text}, {kSizingKey, explanation}};
+// Sets shmguard's two annotations: adds what is missing (creating metadata or annotations when
+// needed) and replaces values that differ.
+void annotation_ops(const json& pod, const json& annotations, json& ops) {
   auto md = pod.find("metadata");
   if (md == pod.end()) {
     ops.push_back({{"op", "add"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
-  } else if (!md->is_object()) {
-    ops.push_back({{"op", "replace"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
-  } else {
-    auto an = md->find("annotations");
-    if (an == md->end()) {
-      ops.push_back({{"op", "add"}, {"path", "/metadata/annotations"}, {"value", annotations}});
-    } else if (!an->is_object()) {
-      ops.push_back({{"op", "replace"}, {"path", "/metadata/annotations"}, {"value", annotations}});
-    } else {
-      for (const auto& [k, v] : annotations.items())
-        ops.push_back({{"op", "add"}, {"path", "/metadata/annotations/" + escape_pointer_token(k)}, {"value", v}});
-    }
+    return;
   }
+  if (!md->is_object()) {
+    ops.push_back({{"op", "replace"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
+    return;
+  }
+  auto an = md->find("annotations");
+  if (an == md->end()) {
+    ops.push_back({{"op", "add"}, {"path", "/metadata/annotations"}, {"value", annotations}});
+    return;
+  }
+  if (!an->is_object()) {
+    ops.push_back({{"op", "replace"}, {"path", "/metadata/annotations"}, {"value", annotations}});
+    return;
+  }
+  for (const auto& [k, v] : annotations.items()) {
+    auto old = an->find(k);
+    if (old != an->end() && *old == v) continue;
+    ops.push_back({{"op", old == an->end() ? "add" : "replace"},
+                   {"path", "/metadata/annotations/" + escape_pointer_token(k)},
+                   {"value", v}});
+  }
+}
+
+json shm_volume(const std::string& size_text) {
+  return {{"name", kVolumeName}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", size_text}}}};
+}
+
+const json& shm_mount() {
+  static const json mount = {{"name", kVolumeName}, {"mountPath", kShmPath}};
+  return mount;
+}
+
+json build_patch(const json& pod, const config::SelectionConfig& sel, const std::string& size_text,
+                 const std::string& explanation) {
+  json ops = json::array();
+  annotation_ops(pod, {{kInjectedSizeKey, size_text}, {kSizingKey, explanation}}, ops);
   const json& spec = pod.at("spec");
-  const json volume = {{"name", kVolumeName}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", size_text}}}};
+  const json volume = shm_volume(size_text);
   add_or_append(ops, spec, "/spec", "volumes", json::array({volume}), volume);
-  const json mount = {{"name", kVolumeName}, {"mountPath", kShmPath}};
   for (const char* field : managed_container_fields(sel)) {
     auto list = spec.find(field);
     if (list == spec.end() || !list->is_array()) continue;
     for (std::size_t i = 0; i < list->size(); ++i) {
       add_or_append(ops, (*list)[i], std::string("/spec/") + field + "/" + std::to_string(i), "volumeMounts",
-                    json::array({mount}), mount);
+                    json::array({shm_mount()}), shm_mount());
     }
   }
+  return ops;
+}
+
+bool mounts_volume(const json& container, std::string_view volume) {
+  const json* mounts = child(container, "volumeMounts");
+  if (!mounts || !mounts->is_array()) return false;
+  for (const auto& m : *mounts) {
+    const json* n = child(m, "name");
+    if (n && n->is_string() && n->get_ref<const std::string&>() == volume) return true;
+  }
+  return false;
+}
+
+bool mounts_shm_path(const json& container) {
+  const json* mounts = child(container, "volumeMounts");
+  if (!mounts || !mounts->is_array()) return false;
+  return std::any_of(mounts->begin(), mounts->end(), [](const json& m) { return is_shm_path(m); });
+}
+
+// A pod that already has shmguard's volume: sized again, and brought up to date when the
+// annotations changed since (a manifest mutated earlier, then edited). Returns the operations;
+// `stale` when the size on the volume or a container's mount is wrong.
+json refresh_patch(const json& pod, const config::SelectionConfig& sel, std::size_t volume_index,
+                   const sizing::SizingResult& s, bool& stale, std::string& what) {
+  json ops = json::array();
+  const std::string size_text = format_quantity(s.bytes);
+  const json& spec = pod.at("spec");
+  const std::string vol_path = "/spec/volumes/" + std::to_string(volume_index);
+  const json& vol = spec.at("volumes").at(volume_index);
+  const json* ed = object_at(vol, "emptyDir");
+  const json* medium = ed ? child(*ed, "medium") : nullptr;
+  const json* limit = ed ? child(*ed, "sizeLimit") : nullptr;
+  if (!ed || !medium || *medium != "Memory") {
+    ops.push_back({{"op", "replace"}, {"path", vol_path}, {"value", shm_volume(size_text)}});
+    stale = true;
+    what = "volume " + std::string(kVolumeName) + " is not a Memory emptyDir";
+  } else if (!limit || *limit != size_text) {
+    ops.push_back({{"op", limit ? "replace" : "add"}, {"path", vol_path + "/emptyDir/sizeLimit"}, {"value", size_text}});
+    auto q = limit && limit->is_string() ? sizing::parse_quantity(limit->get_ref<const std::string&>())
+                                         : sizing::ParsedQuantity{};
+    if (!q.ok || q.negative || q.bytes != s.bytes) {
+      stale = true;
+      what = "has " + (limit && limit->is_string() ? printable(limit->get_ref<const std::string&>()) : "no sizeLimit") +
+             ", needs " + size_text;
+    }
+  }
+  for (const char* field : managed_container_fields(sel)) {
+    auto list = spec.find(field);
+    if (list == spec.end() || !list->is_array()) continue;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const json& c = (*list)[i];
+      if (mounts_volume(c, kVolumeName) || mounts_shm_path(c)) continue;
+      add_or_append(ops, c, std::string("/spec/") + field + "/" + std::to_string(i), "volumeMounts",
+                    json::array({shm_mount()}), shm_mount());
+      if (!stale) what = "container " + printable(c.value("name", std::string("?"))) + " does not mount it";
+      stale = true;
+    }
+  }
+  annotation_ops(pod, {{kInjectedSizeKey, size_text}, {kSizingKey, s.explanation}}, ops);
   return ops;
 }
 
@@ -271,6 +358,7 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   auto rec = recognize(pod, cfg.selection, opts.assume_training);
   r.because = rec.because;
   r.warnings = std::move(rec.warnings);
+  r.warning_about = std::move(rec.warning_about);
   switch (rec.verdict) {
     case Verdict::kOptedOut:
       r.reason = "opted-out";
@@ -291,20 +379,35 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   const json* meta = object_at(pod, "metadata");
   const json* ann = meta ? object_at(*meta, "annotations") : nullptr;
   const json* spec = object_at(pod, "spec");
-  PodFacts facts = gather(pod, spec, ann);
-  if (facts.already_injected) {
-    r.reason = "already-injected";
-    r.summary = "skipped: already injected";
-    return r;
-  }
+  PodFacts facts = gather(pod, spec);
   if (!facts.invalid.empty()) {
     r.reason = "invalid-pod";
     r.summary = "skipped: " + facts.invalid;
-    r.warnings.push_back("shmguard left the pod unchanged: " + facts.invalid);
+    r.warn("shmguard left the pod unchanged: " + facts.invalid);
     return r;
   }
 
-  auto in = read_sizing(ann, facts, r.warnings);
+  auto in = read_sizing(ann, facts, r);
+  if (facts.owned_volume) {
+    auto s = sizing::compute_size(in, cfg.sizing);
+    for (auto& w : s.warnings) r.warn(w);
+    bool stale = false;
+    std::string what;
+    r.patch = refresh_patch(pod, cfg.selection, *facts.owned_volume, s, stale, what);
+    const std::string size_text = format_quantity(s.bytes);
+    r.existing_size = existing_shm_size(spec, shm_mount());
+    r.stale = stale;
+    if (r.patch.empty()) {
+      r.reason = "already-injected";
+      r.summary = "ok: already injected (" + size_text + ")";
+    } else {
+      r.action = Action::kUpdated;
+      r.reason = stale ? "stale" : "refreshed";
+      r.summary = stale ? "stale: " + what : "ok: injected " + size_text + "; annotations refreshed";
+    }
+    r.sizing = std::move(s);
+    return r;
+  }
   if (facts.shm_volume_mount) {
     r.action = Action::kUserManaged;
     r.reason = "user-managed";
@@ -313,10 +416,9 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
       auto s = sizing::compute_size(in, cfg.sizing);
       if (r.existing_size && *r.existing_size < s.bytes) {
         r.too_small = true;
-        r.warnings.push_back("/dev/shm is mounted with sizeLimit " + format_quantity(*r.existing_size) +
-                             " but the annotations need " + format_quantity(s.bytes));
-        r.summary = "too small: has " + format_quantity(*r.existing_size) + ", needs " +
-                    format_quantity(s.bytes);
+        r.warn("/dev/shm is mounted with sizeLimit " + format_quantity(*r.existing_size) +
+               " but the annotations need " + format_quantity(s.bytes));
+        r.summary = "too small: has " + format_quantity(*r.existing_size) + ", needs " + format_quantity(s.bytes);
       }
       r.sizing = std::move(s);
     }
@@ -328,11 +430,9 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   }
 
   auto s = sizing::compute_size(in, cfg.sizing);
-  for (auto& w : s.warnings) r.warnings.push_back(w);
+  for (auto& w : s.warnings) r.warn(w);
   const std::string size_text = format_quantity(s.bytes);
-
   r.patch = build_patch(pod, cfg.selection, size_text, s.explanation);
-  if (opts.build_patched) r.patched = pod.patch(r.patch);
   r.action = Action::kInjected;
   r.reason = "injected";
   r.summary = "would inject " + size_text;

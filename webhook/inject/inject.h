@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
@@ -19,33 +20,38 @@ inline constexpr const char* kShmPath = "/dev/shm";
 
 enum class Action {
   kInjected,        // patch adds the volume, mounts and annotations
+  kUpdated,         // shmguard's own volume is there; patch brings its size, mounts, annotations up to date
   kSkipped,         // not a training pod, opted out, hostIPC, already injected, invalid
   kUserManaged,     // a container already mounts /dev/shm; `too_small` tells if it is enough
 };
 
 struct InjectOptions {
   bool assume_training = false;  // Kubeflow templates offline: the operator labels pods later
-  bool build_patched = true;     // also return the patched object (the webhook only needs the patch)
 };
 
 struct InjectResult {
   Action action = Action::kSkipped;
-  // Stable machine-readable reason: injected, opted-out, host-ipc, not-training,
+  // Stable machine-readable reason: injected, stale, refreshed, opted-out, host-ipc, not-training,
   // already-injected, user-managed, invalid-pod.
   std::string reason;
   std::string because;                        // why it was recognised (or not)
   std::optional<sizing::SizingResult> sizing; // when a size was computed
-  std::optional<std::uint64_t> existing_size; // user-managed /dev/shm sizeLimit, when known
+  std::optional<std::uint64_t> existing_size; // the /dev/shm sizeLimit already there, when known
   bool too_small = false;                     // user-managed /dev/shm below what the annotations need
+  bool stale = false;                         // shmguard's own volume with another size (or unmounted)
   std::vector<std::string> warnings;
+  std::vector<std::string> warning_about;     // per warning: the annotation key it is about, or 
   std::string summary;                        // one line for reports and logs
-  nlohmann::json patched;                     // the mutated object (kInjected and build_patched)
   // RFC 6902 operations that apply to exactly the object received: equivalent to
   // json::diff(original, patched), built directly because the webhook's latency budget is
   // spent mostly on copies and comparisons otherwise.
   nlohmann::json patch = nlohmann::json::array();
 
-  bool mutated() const { return action == Action::kInjected; }
+  bool mutated() const { return action == Action::kInjected || action == Action::kUpdated; }
+  void warn(std::string message, std::string_view about = {}) {
+    warnings.push_back(std::move(message));
+    warning_about.emplace_back(about);
+  }
   std::uint64_t size() const { return sizing ? sizing->bytes : 0; }
 };
 

@@ -1,6 +1,7 @@
 // Training-pod recognition (see recognize.h).
 #include "inject/recognize.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace shmguard::inject {
@@ -26,7 +27,62 @@ Tri bool_value(const json* map, std::string_view key, std::string& raw) {
   return Tri::kInvalid;
 }
 
+// Edit distance, for "did you mean": small keys, so the plain O(n*m) table is fine.
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+const std::vector<std::string_view>& known_keys() {
+  static const std::vector<std::string_view> keys{kInjectKey, kBatchSizeKey, kNumWorkersKey, kSampleSizeKey,
+                                                  kPrefetchKey, kProcsKey, kSizeKey, kInjectedSizeKey,
+                                                  kSizingKey};
+  return keys;
+}
+
+constexpr std::string_view kPrefix = "shmguard.io/";
+
+void warn_unknown_keys(const json& annotations, Recognition& r) {
+  for (const auto& [key, value] : annotations.items()) {
+    if (key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    const auto& known = known_keys();
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string msg = "unknown annotation " + printable(key, 80);
+    if (auto best = closest_known_key(key); !best.empty()) msg += "; did you mean " + best + "?";
+    r.warn(msg + " (ignored)", key);
+  }
+}
+
 }  // namespace
+
+std::string closest_known_key(std::string_view key) {
+  std::string_view best;
+  std::size_t best_d = 0;
+  for (auto k : known_keys()) {
+    std::size_t d = distance(key, k);
+    if (best.empty() || d < best_d) best = k, best_d = d;
+  }
+  // Close enough to be a typo: a few edits, or the same letters without the dashes.
+  auto squash = [](std::string_view s) {
+    std::string o;
+    for (char c : s)
+      if (c != '-' && c != '_' && c != '.') o += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return o;
+  };
+  for (auto k : known_keys())
+    if (squash(k) == squash(key)) return std::string(k);
+  return best_d <= 3 ? std::string(best) : std::string();
+}
 
 std::string escape_pointer_token(std::string_view key) {
   std::string out;
@@ -108,11 +164,11 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool 
   Tri ann_inject = bool_value(annotations, kInjectKey, raw);
   std::string ann_raw = raw;
   if (label_inject == Tri::kInvalid)
-    r.warnings.push_back("label shmguard.io/inject \"" + printable(label_raw) +
-                         "\" is not true or false; ignored");
+    r.warn("label shmguard.io/inject \"" + printable(label_raw) + "\" is not true or false; ignored");
   if (ann_inject == Tri::kInvalid)
-    r.warnings.push_back("annotation shmguard.io/inject \"" + printable(ann_raw) +
-                         "\" is not true or false; ignored");
+    r.warn("annotation shmguard.io/inject \"" + printable(ann_raw) + "\" is not true or false; ignored",
+           kInjectKey);
+  if (annotations) warn_unknown_keys(*annotations, r);
 
   // 1. Opt-out wins over everything.
   if (label_inject == Tri::kFalse || ann_inject == Tri::kFalse) {

@@ -16,6 +16,11 @@ struct Recognition {
   Verdict verdict = Verdict::kNotTraining;
   std::string because;  // "label training.kubeflow.org/job-name", "image pytorch/pytorch:2.4", ...
   std::vector<std::string> warnings;
+  std::vector<std::string> warning_about;  // per warning: the annotation key it is about, or ""
+  void warn(std::string message, std::string_view about = {}) {
+    warnings.push_back(std::move(message));
+    warning_about.emplace_back(about);
+  }
 };
 
 inline constexpr std::string_view kInjectKey = "shmguard.io/inject";
@@ -28,6 +33,9 @@ inline constexpr std::string_view kSizeKey = "shmguard.io/size";
 inline constexpr std::string_view kInjectedSizeKey = "shmguard.io/injected-size";
 inline constexpr std::string_view kSizingKey = "shmguard.io/sizing";
 inline const std::vector<std::string_view>& sizing_annotation_keys();
+
+// The known shmguard.io/ key closest to `key` (a typo's likely intent), or "" when none is close.
+std::string closest_known_key(std::string_view key);
 
 // `assume_training`: the caller knows the template is a training pod (Kubeflow kinds offline);
 // opt-out and hostIPC still win.

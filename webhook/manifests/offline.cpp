@@ -1,8 +1,10 @@
 // The offline mutate/check engine (see offline.h).
 #include "manifests/offline.h"
 
+#include <algorithm>
 #include <string>
 
+#include "manifests/surgical.h"
 #include "manifests/templates.h"
 #include "manifests/yaml_doc.h"
 #include "sizing/quantity.h"
@@ -64,8 +66,10 @@ std::string TemplateReport::decision_text(bool mutate_wording) const {
   switch (r.action) {
     case Action::kInjected:
       return (mutate_wording ? "injected " : "would inject ") + sizing::format_quantity(r.size());
-    case Action::kUserManaged:
+    case Action::kUpdated:
+      if (mutate_wording && r.stale) return "updated to " + sizing::format_quantity(r.size()) + " (was " + r.summary + ")";
       return r.summary;
+    case Action::kUserManaged:
     case Action::kSkipped:
       break;
   }
@@ -73,7 +77,7 @@ std::string TemplateReport::decision_text(bool mutate_wording) const {
 }
 
 bool TemplateReport::missing_shm() const {
-  return result.action == inject::Action::kInjected || result.too_small;
+  return result.action == inject::Action::kInjected || result.too_small || result.stale;
 }
 
 json TemplateReport::to_json() const {
@@ -82,6 +86,7 @@ json TemplateReport::to_json() const {
             {"reason", result.reason}, {"because", result.because},
             {"decision", decision_text(false)}, {"missing", missing_shm()},
             {"warnings", result.warnings}};
+  if (!rewritten.empty()) j["rewritten"] = rewritten;
   if (result.sizing) {
     j["sizeLimit"] = sizing::format_quantity(result.sizing->bytes);
     j["bytes"] = result.sizing->bytes;
@@ -126,94 +131,175 @@ void OfflineRunner::finish() {
   }
 }
 
+void OfflineRunner::write(const std::string& text) {
+  if (text.empty()) return;
+  out_ << text;
+  last_char_ = text.back();
+  wrote_any_ = true;
+}
+
 bool OfflineRunner::process(const std::string& file, std::istream& in, std::string& err) {
   DocumentReader reader(in);
   RawDocument raw;
   int index = 0;
   while (reader.next(raw)) {
     ++index;
-    YamlError yerr;
-    auto where = [&](int rel_line) {
-      return file + ":" + std::to_string(rel_line > 0 ? raw.first_line + rel_line - 1 : raw.first_line);
-    };
-    if (!parse_document(raw.text, ydoc_, yerr)) {
-      err = where(yerr.line) + ": invalid YAML: " + yerr.message;
-      return false;
+    if (index == 1 && format_ == OutputFormat::kYaml && wrote_any_) {
+      // Files are concatenated into one stream: the previous file may lack a final newline and
+      // this one may not open with "---"; without both, two documents would read as one.
+      if (last_char_ != '\n') write("\n");
+      if (raw.text.compare(0, 3, "---") != 0) write("---\n");
     }
-    const YamlNode* node = ydoc_.root;
-    if (!node) {
-      if (format_ == OutputFormat::kYaml) out_ << raw.text;
-      continue;
-    }
-    if (node->kind != YamlNode::Kind::kMap) {
-      err = where(node->line) + ": document " + std::to_string(index) + " is " + type_name(*node) +
-            ", expected a Kubernetes object (a mapping)";
-      return false;
-    }
-    auto doc = to_json(node, node_budget(raw.text), yerr);
-    if (!doc) {
-      err = where(yerr.line) + ": " + yerr.message;
-      return false;
-    }
-    bool changed = false;
-    for (const auto& ref : find_templates(*doc)) {
-      TemplateReport rep;
-      rep.file = file;
-      rep.document = index;
-      rep.line = raw.first_line;
-      rep.kind = ref.kind;
-      rep.name = ref.name;
-      rep.path = ref.path;
-      rep.pointer = ref.pointer;
-      inject::InjectOptions opts;
-      opts.assume_training = ref.training_kind;
-      opts.build_patched = false;
-      rep.result = inject::inject_pod(doc->at(json::json_pointer(ref.pointer)), cfg_, opts);
-      if (rep.result.mutated() && format_ != OutputFormat::kNone) {
-        if (!ydoc_.unshare(node_budget(raw.text))) {
-          err = where(0) + ": document expands to too many nodes (alias expansion?)";
-          return false;
-        }
-        std::string perr;
-        if (!apply_patch(ydoc_, ref.pointer, rep.result.patch, perr)) {
-          err = where(0) + ": internal error applying the patch to " + ref.path + ": " + perr;
-          return false;
-        }
-        changed = true;
-      }
-      if (sink_) {
-        sink_(rep);
-      } else {
-        reports_.push_back(std::move(rep));
-      }
-    }
-    if (format_ == OutputFormat::kYaml) {
-      if (!changed) {
-        out_ << raw.text;
-        continue;
-      }
-      auto text = emit_yaml(ydoc_.root, node_budget(raw.text) * 2, yerr);
-      if (!text) {
-        err = where(yerr.line) + ": " + yerr.message;
-        return false;
-      }
-      bool had_sep = false;
-      std::string head = leading_comments(raw.text, had_sep);
-      std::string body = (had_sep ? std::string("---\n") : std::string()) + head + *text;
-      if (raw.text.find("\r\n") != std::string::npos) {
-        std::erase(body, '\r');
-        body = to_crlf(body);
-      }
-      out_ << body;
-    } else if (format_ == OutputFormat::kJson) {
-      auto text = emit_json(ydoc_.root, node_budget(raw.text) * 2, 0, yerr);
-      if (!text) {
-        err = where(yerr.line) + ": " + yerr.message;
-        return false;
-      }
-      write_json_document(*text);
+    if (!process_document(file, index, raw, err)) return false;
+  }
+  return true;
+}
+
+bool OfflineRunner::process_document(const std::string& file, int index, const RawDocument& raw,
+                                     std::string& err) {
+  YamlError yerr;
+  auto where = [&](int rel_line) {
+    return file + ":" + std::to_string(rel_line > 0 ? raw.first_line + rel_line - 1 : raw.first_line);
+  };
+  if (!parse_document(raw.text, ydoc_, yerr)) {
+    err = where(yerr.line) + ": invalid YAML: " + yerr.message;
+    return false;
+  }
+  const YamlNode* node = ydoc_.root;
+  if (!node) {
+    if (format_ == OutputFormat::kYaml) write(raw.text);
+    return true;
+  }
+  if (node->kind != YamlNode::Kind::kMap) {
+    err = where(node->line) + ": document " + std::to_string(index) + " is " + type_name(*node) +
+          ", expected a Kubernetes object (a mapping)";
+    return false;
+  }
+  node_budget_ = node_budget(raw.text);
+  auto doc = to_json(node, node_budget_, yerr);
+  if (!doc) {
+    err = where(yerr.line) + ": " + yerr.message;
+    return false;
+  }
+  std::vector<TemplateReport> reports;
+  for (const auto& ref : find_templates(*doc)) {
+    TemplateReport rep;
+    rep.file = file;
+    rep.document = index;
+    const YamlNode* tnode = resolve(ydoc_.root, ref.pointer);
+    rep.line = raw.first_line + (tnode ? tnode->line : node->line) - 1;
+    rep.kind = ref.kind;
+    rep.name = ref.name;
+    rep.path = ref.path;
+    rep.pointer = ref.pointer;
+    inject::InjectOptions opts;
+    opts.assume_training = ref.training_kind;
+    rep.result = inject::inject_pod(doc->at(json::json_pointer(ref.pointer)), cfg_, opts);
+    rep.warning_lines = warning_lines(rep, raw.first_line);
+    reports.push_back(std::move(rep));
+  }
+  const bool changed = std::any_of(reports.begin(), reports.end(), [](const auto& r) { return r.result.mutated(); });
+  bool ok = true;
+  if (!changed) {
+    if (format_ == OutputFormat::kYaml) write(raw.text);
+    if (format_ == OutputFormat::kJson) ok = write_json_tree(where, err);
+  } else if (format_ != OutputFormat::kNone) {
+    ok = write_changed(raw, *doc, reports, where, err);
+  }
+  for (auto& rep : reports) {
+    if (sink_) {
+      sink_(rep);
+    } else {
+      reports_.push_back(std::move(rep));
     }
   }
+  return ok;
+}
+
+std::vector<int> OfflineRunner::warning_lines(const TemplateReport& rep, int first_line) const {
+  std::vector<int> lines;
+  const YamlNode* ann = resolve(ydoc_.root, rep.pointer + "/metadata/annotations");
+  for (const auto& about : rep.result.warning_about) {
+    int line = rep.line;
+    if (ann && !about.empty() && ann->kind == YamlNode::Kind::kMap) {
+      for (const auto& [k, v] : ann->pairs)
+        if (k->kind == YamlNode::Kind::kScalar && k->value == about) line = first_line + k->line - 1;
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+bool OfflineRunner::write_json_tree(const std::function<std::string(int)>& where, std::string& err) {
+  YamlError yerr;
+  auto text = emit_json(ydoc_.root, node_budget_ * 2, 0, yerr);
+  if (!text) {
+    err = where(yerr.line) + ": " + yerr.message;
+    return false;
+  }
+  write_json_document(*text);
+  return true;
+}
+
+bool OfflineRunner::write_changed(const RawDocument& raw, const json& doc, std::vector<TemplateReport>& reports,
+                                  const std::function<std::string(int)>& where, std::string& err) {
+  if (format_ == OutputFormat::kYaml) {
+    // The document's own text with lines added; verified by reading it back.
+    std::vector<TemplatePatch> patches;
+    json combined = json::array();
+    for (const auto& rep : reports) {
+      if (!rep.result.mutated()) continue;
+      patches.push_back({rep.pointer, &rep.result.patch});
+      for (auto op : rep.result.patch) {
+        op["path"] = rep.pointer + op["path"].get<std::string>();
+        combined.push_back(std::move(op));
+      }
+    }
+    auto edit = edit_in_place(raw.text, ydoc_, patches);
+    if (edit.ok) {
+      YamlError yerr;
+      json expected = doc.patch(combined);
+      if (!parse_document(edit.text, check_doc_, yerr)) {
+        edit = {false, "", "the edited text does not parse: " + yerr.message};
+      } else if (auto got = to_json(check_doc_.root, node_budget(edit.text), yerr); !got || *got != expected) {
+        edit = {false, "", "the edited text does not read back as the patched object"};
+      }
+    }
+    if (edit.ok) {
+      write(edit.text);
+      return true;
+    }
+    for (auto& rep : reports)
+      if (rep.result.mutated()) rep.rewritten = edit.why_not;
+  }
+  // The re-emitter: the patched tree written out in full.
+  if (!ydoc_.unshare(node_budget_)) {
+    err = where(0) + ": document expands to too many nodes (alias expansion?)";
+    return false;
+  }
+  for (const auto& rep : reports) {
+    if (!rep.result.mutated()) continue;
+    std::string perr;
+    if (!apply_patch(ydoc_, rep.pointer, rep.result.patch, perr)) {
+      err = where(0) + ": internal error applying the patch to " + rep.path + ": " + perr;
+      return false;
+    }
+  }
+  if (format_ == OutputFormat::kJson) return write_json_tree(where, err);
+  YamlError yerr;
+  auto text = emit_yaml(ydoc_.root, node_budget_ * 2, yerr);
+  if (!text) {
+    err = where(yerr.line) + ": " + yerr.message;
+    return false;
+  }
+  bool had_sep = false;
+  std::string head = leading_comments(raw.text, had_sep);
+  std::string body = (had_sep ? std::string("---\n") : std::string()) + head + *text;
+  if (raw.text.find("\r\n") != std::string::npos) {
+    std::erase(body, '\r');
+    body = to_crlf(body);
+  }
+  write(body);
   return true;
 }
 

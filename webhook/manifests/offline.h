@@ -20,12 +20,14 @@ enum class OutputFormat { kYaml, kJson, kNone };
 struct TemplateReport {
   std::string file;
   int document = 0;  // 1-based index within the file
-  int line = 0;      // first line of the document
+  int line = 0;      // line of the template's first key (the document's, for a Pod)
   std::string kind;
   std::string name;
   std::string path;
   std::string pointer;  // JSON pointer of the template within its document
   inject::InjectResult result;
+  std::vector<int> warning_lines;  // per warning: the line of the annotation it is about, else `line`
+  std::string rewritten;           // why the document was re-emitted instead of edited in place
 
   // "would inject 12Gi", "ok", "too small: has 1Gi, needs 12Gi", "skipped: ..."
   std::string decision_text(bool mutate_wording) const;
@@ -53,6 +55,12 @@ class OfflineRunner {
 
  private:
   void write_json_document(const std::string& text);
+  void write(const std::string& text);
+  bool process_document(const std::string& file, int index, const RawDocument& raw, std::string& err);
+  std::vector<int> warning_lines(const TemplateReport& rep, int first_line) const;
+  bool write_json_tree(const std::function<std::string(int)>& where, std::string& err);
+  bool write_changed(const RawDocument& raw, const nlohmann::json& doc, std::vector<TemplateReport>& reports,
+                     const std::function<std::string(int)>& where, std::string& err);
 
   const config::Config& cfg_;
   OutputFormat format_;
@@ -60,6 +68,10 @@ class OfflineRunner {
   std::vector<TemplateReport> reports_;
   std::function<void(const TemplateReport&)> sink_;
   YamlDocument ydoc_;        // reused for every document
+  YamlDocument check_doc_;   // an edited document read back
+  std::size_t node_budget_ = 0;
+  bool wrote_any_ = false;
+  char last_char_ = '\n';
   std::string first_json_;   // held back until we know whether to wrap in a List
   int json_docs_ = 0;
 };

@@ -250,6 +250,7 @@ class Builder {
         case YAML_SCALAR_EVENT: {
           YamlNode* n = doc_.make(YamlNode::Kind::kScalar);
           n->line = line;
+          place(n, ev);
           n->value.assign(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
           if (ev.data.scalar.tag) n->tag = reinterpret_cast<const char*>(ev.data.scalar.tag);
           switch (ev.data.scalar.style) {
@@ -259,8 +260,15 @@ class Builder {
             case YAML_FOLDED_SCALAR_STYLE: n->style = ScalarStyle::kFolded; break;
             default: n->style = ScalarStyle::kPlain; break;
           }
+          if (n->value.empty() && n->style == ScalarStyle::kPlain && !stack_.empty()) {
+            // An implicit null ("key:" and nothing) takes the mark of whatever follows, which
+            // may be lines away; it really sits right after its key.
+            n->start = n->end = stack_.back().last_end;
+            n->line = stack_.back().last_line;
+          }
           anchor(ev.data.scalar.anchor, n);
           if (!attach(n, err)) return false;
+          note_end(n->end, n->line);
           break;
         }
         case YAML_SEQUENCE_START_EVENT:
@@ -268,17 +276,29 @@ class Builder {
           bool seq = ev.type == YAML_SEQUENCE_START_EVENT;
           YamlNode* n = doc_.make(seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap);
           n->line = line;
+          place(n, ev);
+          n->flow = seq ? ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE
+                        : ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
           const yaml_char_t* tag = seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag;
           if (tag) n->tag = reinterpret_cast<const char*>(tag);
           anchor(seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor, n);
           if (!attach(n, err)) return false;
-          stack_.push_back({n, nullptr});
+          stack_.push_back({n, nullptr, n->start, n->line});
           break;
         }
         case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT:
+        case YAML_MAPPING_END_EVENT: {
+          YamlNode* n = stack_.back().node;
+          if (n->flow) {
+            n->end = ev.end_mark.index;
+          } else {
+            n->end = stack_.back().last_end;
+          }
+          int end_line = n->flow ? static_cast<int>(ev.end_mark.line) + 1 : stack_.back().last_line;
           stack_.pop_back();
+          note_end(n->end, end_line);
           break;
+        }
         case YAML_ALIAS_EVENT: {
           auto it = anchors_.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
           if (it == anchors_.end()) {
@@ -288,6 +308,7 @@ class Builder {
           }
           doc_.has_aliases = true;
           if (!attach(it->second, err)) return false;
+          note_end(ev.end_mark.index, static_cast<int>(ev.end_mark.line) + 1);
           break;
         }
         default:
@@ -300,13 +321,29 @@ class Builder {
   struct Frame {
     YamlNode* node;
     YamlNode* pending_key;
+    std::size_t last_end;  // end of the last key, value or item read in this collection
+    int last_line;
   };
+
+  static void place(YamlNode* n, const yaml_event_t& ev) {
+    n->start = ev.start_mark.index;
+    n->end = ev.end_mark.index;
+    n->column = static_cast<int>(ev.start_mark.column);
+  }
+
+  void note_end(std::size_t end, int line) {
+    if (stack_.empty()) return;
+    stack_.back().last_end = end;
+    stack_.back().last_line = line;
+  }
   YamlDocument& doc_;
   std::vector<Frame> stack_;
   std::map<std::string, YamlNode*> anchors_;
 
   void anchor(const yaml_char_t* name, YamlNode* n) {
-    if (name) anchors_[reinterpret_cast<const char*>(name)] = n;
+    if (!name) return;
+    anchors_[reinterpret_cast<const char*>(name)] = n;
+    n->anchored = true;
   }
 
   bool attach(YamlNode* n, YamlError& err) {
@@ -568,6 +605,10 @@ YamlNode* clone(YamlDocument& doc, const YamlNode* n, std::size_t& budget) {
   c->value = n->value;
   c->tag = n->tag;
   c->line = n->line;
+  c->start = n->start;
+  c->end = n->end;
+  c->column = n->column;
+  c->flow = n->flow;
   for (const auto* item : n->items) c->items.push_back(clone(doc, item, budget));
   for (const auto& [k, v] : n->pairs) c->pairs.emplace_back(clone(doc, k, budget), clone(doc, v, budget));
   return c;
@@ -650,6 +691,24 @@ auto guarded(YamlError& err, Walk&& walk) -> std::optional<decltype(walk())> {
 std::optional<json> to_json(const YamlNode* node, std::size_t budget, YamlError& err) {
   if (!node) return json(nullptr);
   return guarded(err, [&] { return convert(node, budget); });
+}
+
+const YamlNode* resolve(const YamlNode* root, const std::string& pointer, bool* through_anchor) {
+  const YamlNode* cur = root;
+  if (through_anchor) *through_anchor = cur && cur->anchored;
+  for (const auto& t : pointer_tokens(pointer)) {
+    if (!cur) return nullptr;
+    std::size_t idx = 0;
+    if (cur->kind == YamlNode::Kind::kMap) {
+      cur = find_value(const_cast<YamlNode*>(cur), t);
+    } else if (cur->kind == YamlNode::Kind::kSequence && seq_index(t, cur->items.size(), idx)) {
+      cur = cur->items[idx];
+    } else {
+      return nullptr;
+    }
+    if (cur && through_anchor && cur->anchored) *through_anchor = true;
+  }
+  return cur;
 }
 
 bool apply_patch(YamlDocument& doc, const std::string& prefix, const json& patch, std::string& err) {
@@ -773,6 +832,12 @@ bool needs_quotes(std::string_view s) {
     if (s.size() >= 10 && std::isdigit(static_cast<unsigned char>(s[3])) && s[4] == '-') return true;
   }
   return false;
+}
+
+std::string yaml_string(std::string_view s, bool in_flow) {
+  if (needs_quotes(s) || literal_ok(s) || (in_flow && s.find_first_of(",[]{}") != std::string_view::npos))
+    return double_quoted(s);
+  return std::string(s);
 }
 
 }  // namespace shmguard::manifests

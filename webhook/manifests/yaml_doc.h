@@ -48,6 +48,13 @@ struct YamlNode {
   std::vector<YamlNode*> items;             // sequence
   std::vector<std::pair<YamlNode*, YamlNode*>> pairs;  // mapping, in document order
   int line = 0;                             // 1-based, relative to the document text
+  // Where the node is in the document text, as libyaml counts (characters, not bytes; see
+  // TextIndex): `start` is its first character, `end` is just past its last one (for a block
+  // collection: past its last child, so trailing comments and blank lines stay outside).
+  std::size_t start = 0, end = 0;
+  int column = 0;                           // 0-based column of `start`
+  bool flow = false;                        // a [..] or {..} collection
+  bool anchored = false;                    // carries an anchor: aliases may share it
 
   bool is_null() const;
 };
@@ -70,6 +77,10 @@ struct YamlError {
   int line = 0;
 };
 
+// The node at a JSON pointer (mapping keys and sequence indexes), or null. `through_anchor` is
+// set when the walk passes through an anchored node, whose text other places may share.
+const YamlNode* resolve(const YamlNode* root, const std::string& pointer, bool* through_anchor = nullptr);
+
 // Parses one document. False and `err` on invalid YAML.
 bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err);
 
@@ -91,5 +102,9 @@ std::optional<std::string> emit_json(const YamlNode* node, std::size_t budget, i
 
 // True when a string must be quoted to read back as a string in YAML 1.1 and 1.2.
 bool needs_quotes(std::string_view s);
+
+// A string as a YAML scalar that reads back as that string: plain when safe, else double-quoted.
+// `in_flow`: inside [..] or {..}, where ",[]{}" also need quotes.
+std::string yaml_string(std::string_view s, bool in_flow);
 
 }  // namespace shmguard::manifests

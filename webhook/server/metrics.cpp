@@ -64,7 +64,7 @@ void Metrics::admission(const std::string& decision, const std::string& reason, 
     ++requests_[{decision, reason}];
   }
   latency_.observe(seconds);
-  if (decision == "injected") size_.observe(static_cast<double>(injected_bytes));
+  if (decision == "injected" || decision == "updated") size_.observe(static_cast<double>(injected_bytes));
 }
 
 void Metrics::http_response(int status) {

@@ -203,7 +203,7 @@ void WebhookServer::handle_https(const HttpRequest& req, HttpResponse& res) {
   // Injections are the audit trail (info); the many pods that are not training pods are debug.
   Level lvl = out.decision == "error"      ? Level::kError
               : out.decision == "rejected" ? Level::kWarn
-              : out.decision == "injected" ? Level::kInfo
+              : out.decision == "injected" || out.decision == "updated" ? Level::kInfo
                                            : Level::kDebug;
   if (log_enabled(lvl)) {
     LogLine line(lvl, "admission");

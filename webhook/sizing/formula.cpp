@@ -80,12 +80,24 @@ SizingResult compute_size(const SizingInput& in, const config::SizingConfig& cfg
     r.source = SizeSource::kDefault;
     r.bytes = cfg.default_size;
     r.need = cfg.default_size;
-    r.explanation = "no batch-size/num-workers/sample-size annotations; default " +
-                    format_quantity(cfg.default_size);
+    std::string why;
+    for (const auto& i : in.ignored) why += (why.empty() ? "" : ", ") + i;
+    if (!why.empty()) why += " ignored; ";
+    std::string missing;
+    if (!in.batch_size) missing += "batch-size";
+    if (!in.num_workers) missing += std::string(missing.empty() ? "" : "/") + "num-workers";
+    if (!in.sample_size) missing += std::string(missing.empty() ? "" : "/") + "sample-size";
+    r.explanation = why + "no " + missing + (missing.find('/') == std::string::npos ? " annotation" : " annotations") +
+                    "; default " + format_quantity(cfg.default_size);
     if (in.memory_limit && *in.memory_limit < r.bytes) {
       r.bytes = *in.memory_limit;
       r.explanation += " capped at the pod memory limit " + format_quantity(*in.memory_limit);
     }
+  }
+  if (!in.ignored.empty() && r.source != SizeSource::kDefault) {
+    std::string why;
+    for (const auto& i : in.ignored) why += (why.empty() ? "" : ", ") + i;
+    r.explanation += " (ignored: " + why + ")";
   }
   if (in.memory_limit && r.bytes > *in.memory_limit) {
     r.exceeds_memory_limit = true;

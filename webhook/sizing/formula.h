@@ -19,6 +19,9 @@ struct SizingInput {
   std::optional<std::uint64_t> explicit_size;    // bytes; wins over the formula
   std::optional<std::uint64_t> memory_limit;     // bytes; the pod's, when it has one
   bool procs_from_gpus = false;                  // for the explanation only
+  // Annotations that were present but invalid, as "batch-size \"abc\" (not a whole number)":
+  // the explanation says they were ignored.
+  std::vector<std::string> ignored;
 };
 
 enum class SizeSource { kFormula, kExplicit, kDefault };

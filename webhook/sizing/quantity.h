@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,11 @@ struct ParsedQuantity {
 // Never throws. Negative values parse (ok) with `negative` set so callers can reject them
 // with their own wording.
 ParsedQuantity parse_quantity(std::string_view text);
+
+// A count (batch size, workers, ...): decimal digits only, no sign. Values past 2^62 saturate
+// there (the formula clamps them); std::nullopt when the text is not a whole number. The one
+// parser for counts in annotations, flags and the config file.
+std::optional<std::uint64_t> parse_count(std::string_view text);
 
 // Formats bytes with the largest binary suffix that divides it exactly
 // ("8Gi", "1280Mi", "1536Ki"); plain digits when not a multiple of 1Ki.

@@ -1,0 +1,460 @@
+// Surgical edits of a document's text (see surgical.h).
+#include "manifests/surgical.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+
+namespace shmguard::manifests {
+namespace {
+
+using nlohmann::json;
+
+struct Unsupported {
+  std::string why;
+};
+
+// libyaml counts characters; the edits need bytes. ASCII text (nearly every manifest) maps 1:1.
+class TextIndex {
+ public:
+  explicit TextIndex(const std::string& text) : text_(text) {
+    if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) bom_ = 3;  // libyaml skips a BOM without counting it
+    ascii_ = std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+    if (ascii_) return;
+    for (std::size_t i = bom_; i < text.size(); ++i)
+      if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts_.push_back(i);
+  }
+  std::size_t byte(std::size_t index) const {
+    if (ascii_) return std::min(index + bom_, text_.size());
+    return index < starts_.size() ? starts_[index] : text_.size();
+  }
+
+ private:
+  const std::string& text_;
+  std::size_t bom_ = 0;
+  bool ascii_ = true;
+  std::vector<std::size_t> starts_;
+};
+
+// How the document writes block collections, read off the document itself.
+struct Style {
+  int step = 2;        // a nested mapping's indent relative to its key
+  int seq_indent = -1; // a sequence's "-" relative to its key (0: "key:\n- a"); -1 unknown
+  int item_indent = 2; // a mapping item's keys relative to its "-"
+  bool json = false;   // the document is JSON: insert JSON
+  std::string eol = "\n";
+};
+
+Style detect_style(const std::string& text, const YamlNode* root) {
+  Style st;
+  if (text.find("\r\n") != std::string::npos) st.eol = "\r\n";
+  st.json = root->flow && root->kind == YamlNode::Kind::kMap;
+  bool step_found = false, item_found = false;
+  std::size_t budget = 20000;
+  std::vector<const YamlNode*> todo{root};
+  while (!todo.empty() && budget-- > 0 && !(step_found && item_found && st.seq_indent >= 0)) {
+    const YamlNode* n = todo.back();
+    todo.pop_back();
+    if (n->flow) continue;
+    if (n->kind == YamlNode::Kind::kMap) {
+      for (auto it = n->pairs.rbegin(); it != n->pairs.rend(); ++it) {
+        const auto [k, v] = *it;
+        if (!v->flow && v->kind == YamlNode::Kind::kMap && !v->pairs.empty() && !step_found &&
+            v->line > k->line) {
+          st.step = std::max(1, v->pairs.front().first->column - k->column);
+          step_found = true;
+        }
+        if (!v->flow && v->kind == YamlNode::Kind::kSequence && !v->items.empty() && st.seq_indent < 0 &&
+            v->line > k->line)
+          st.seq_indent = std::max(0, v->column - k->column);
+        todo.push_back(v);
+      }
+    } else if (n->kind == YamlNode::Kind::kSequence) {
+      for (auto it = n->items.rbegin(); it != n->items.rend(); ++it) {
+        const YamlNode* item = *it;
+        if (!item->flow && item->kind == YamlNode::Kind::kMap && !item->pairs.empty() && !item_found &&
+            item->line == n->line) {
+          st.item_indent = std::max(2, item->pairs.front().first->column - n->column);
+          item_found = true;
+        }
+        todo.push_back(item);
+      }
+    }
+  }
+  if (st.seq_indent < 0) st.seq_indent = st.step;
+  return st;
+}
+
+std::string pad(int n) { return std::string(static_cast<std::size_t>(std::max(0, n)), ' '); }
+
+// Object members in the order Kubernetes writes them: "name" first, the rest as they come.
+std::vector<std::pair<std::string, const json*>> members(const json& o) {
+  std::vector<std::pair<std::string, const json*>> out;
+  if (auto n = o.find("name"); n != o.end()) out.emplace_back("name", &*n);
+  for (const auto& [k, v] : o.items())
+    if (k != "name") out.emplace_back(k, &v);
+  return out;
+}
+
+bool empty_collection(const json& v) { return v.is_structured() && v.empty(); }
+
+std::string scalar_text(const json& v, bool json_syntax, bool in_flow) {
+  if (v.is_string()) {
+    if (json_syntax) return v.dump(-1, ' ', false, json::error_handler_t::replace);
+    return yaml_string(v.get_ref<const std::string&>(), in_flow);
+  }
+  if (v.is_object()) return "{}";
+  if (v.is_array()) return "[]";
+  return v.dump();
+}
+
+std::string key_text(const std::string& k, bool json_syntax, bool in_flow) {
+  return scalar_text(json(k), json_syntax, in_flow);
+}
+
+// One line: {name: x, emptyDir: {medium: Memory}} or its JSON form.
+std::string flow_text(const json& v, bool json_syntax) {
+  if (v.is_object() && !v.empty()) {
+    std::string out = "{";
+    for (const auto& [k, x] : members(v)) {
+      if (out.size() > 1) out += ", ";
+      out += key_text(k, json_syntax, true) + ": " + flow_text(*x, json_syntax);
+    }
+    return out + "}";
+  }
+  if (v.is_array() && !v.empty()) {
+    std::string out = "[";
+    for (const auto& x : v) {
+      if (out.size() > 1) out += ", ";
+      out += flow_text(x, json_syntax);
+    }
+    return out + "]";
+  }
+  return scalar_text(v, json_syntax, true);
+}
+
+// Pretty JSON whose first line continues the current one and whose other lines start at `indent`.
+std::string json_text(const json& v, int indent, int step, const std::string& eol) {
+  if (empty_collection(v) || !v.is_structured()) return scalar_text(v, true, true);
+  const bool obj = v.is_object();
+  std::string out = obj ? "{" : "[";
+  bool first = true;
+  auto open = [&] {
+    out += first ? "" : ",";
+    out += eol + pad(indent + step);
+    first = false;
+  };
+  if (obj) {
+    for (const auto& [k, x] : members(v)) {
+      open();
+      out += key_text(k, true, true) + ": " + json_text(*x, indent + step, step, eol);
+    }
+  } else {
+    for (const auto& x : v) {
+      open();
+      out += json_text(x, indent + step, step, eol);
+    }
+  }
+  return out + eol + pad(indent) + (obj ? "}" : "]");
+}
+
+class BlockWriter {
+ public:
+  BlockWriter(const Style& st, std::string& out) : st_(st), out_(out) {}
+
+  // "key: value" at `indent`; with `lead` the caller already wrote what precedes the key.
+  void pair(const std::string& key, const json& v, int indent, bool lead = false) {
+    if (!lead) out_ += pad(indent);
+    out_ += key_text(key, false, false) + ":";
+    if (v.is_object() && !v.empty()) {
+      out_ += st_.eol;
+      for (const auto& [k, x] : members(v)) pair(k, *x, indent + st_.step);
+    } else if (v.is_array() && !v.empty()) {
+      out_ += st_.eol;
+      for (const auto& x : v) item(x, indent + st_.seq_indent, st_.item_indent);
+    } else {
+      out_ += " " + scalar_text(v, false, false) + st_.eol;
+    }
+  }
+
+  // "- item" with its "-" at `dash`; a mapping item's keys start at dash + item_indent.
+  void item(const json& v, int dash, int item_indent) {
+    out_ += pad(dash) + "-";
+    if (v.is_object() && !v.empty()) {
+      out_ += pad(item_indent - 1);
+      bool first = true;
+      for (const auto& [k, x] : members(v)) {
+        pair(k, *x, dash + item_indent, first);
+        first = false;
+      }
+    } else if (v.is_array() && !v.empty()) {
+      out_ += " " + flow_text(v, false) + st_.eol;
+    } else {
+      out_ += " " + scalar_text(v, false, false) + st_.eol;
+    }
+  }
+
+ private:
+  const Style& st_;
+  std::string& out_;
+};
+
+struct Edit {
+  std::size_t at = 0;
+  std::size_t erase = 0;
+  std::string insert;
+};
+
+// One entry to add at the end of a collection: a key and value for a mapping, a value for a sequence.
+struct Entry {
+  std::string key;
+  json value;
+};
+
+class Editor {
+ public:
+  Editor(const std::string& text, const YamlDocument& doc)
+      : text_(text), doc_(doc), index_(text), st_(detect_style(text, doc.root)) {}
+
+  void add_patch(const std::string& prefix, const json& ops) {
+    for (const auto& op : ops) {
+      const std::string kind = op.at("op").get<std::string>();
+      const std::string path = prefix + op.at("path").get<std::string>();
+      const auto slash = path.rfind('/');
+      if (slash == std::string::npos) throw Unsupported{"cannot patch the document root"};
+      const std::string parent_ptr = path.substr(0, slash);
+      const std::string last = unescape(path.substr(slash + 1));
+      bool through_anchor = false;
+      const YamlNode* parent = resolve(doc_.root, parent_ptr, &through_anchor);
+      if (!parent) throw Unsupported{"path " + path + " does not resolve"};
+      if (through_anchor) throw Unsupported{"the pod template is reached through an anchor or alias"};
+      const json& value = op.at("value");
+      if (kind == "add" && parent->kind == YamlNode::Kind::kSequence && last == "-") {
+        append(parent, {"", value});
+        continue;
+      }
+      if ((kind == "add" || kind == "replace") && parent->kind == YamlNode::Kind::kMap) {
+        const YamlNode* key = nullptr;
+        const YamlNode* old = nullptr;
+        for (const auto& [k, v] : parent->pairs)
+          if (k->kind == YamlNode::Kind::kScalar && k->value == last) key = k, old = v;
+        if (!old && kind == "add") {
+          append(parent, {last, value});
+          continue;
+        }
+        if (old) {
+          if (old->anchored) throw Unsupported{"the value at " + path + " carries an anchor"};
+          replace(parent, key, old, value);
+          continue;
+        }
+      }
+      throw Unsupported{"unsupported operation " + kind + " " + path};
+    }
+  }
+
+  std::string apply() {
+    std::vector<Edit> edits = std::move(edits_);
+    for (const auto& [node, entries] : appends_) edits.push_back(append_edit(node, entries));
+    std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.at < b.at; });
+    std::string out;
+    out.reserve(text_.size() + 512);
+    std::size_t pos = 0;
+    for (const auto& e : edits) {
+      if (e.at < pos) throw Unsupported{"overlapping edits"};
+      out.append(text_, pos, e.at - pos);
+      out += e.insert;
+      pos = e.at + e.erase;
+    }
+    out.append(text_, pos, std::string::npos);
+    return out;
+  }
+
+ private:
+  const std::string& text_;
+  const YamlDocument& doc_;
+  TextIndex index_;
+  Style st_;
+  std::vector<Edit> edits_;
+  std::vector<std::pair<const YamlNode*, std::vector<Entry>>> appends_;  // in patch order
+
+  static std::string unescape(const std::string& tok) {
+    std::string out;
+    for (std::size_t i = 0; i < tok.size(); ++i) {
+      if (tok[i] == '~' && i + 1 < tok.size() && (tok[i + 1] == '0' || tok[i + 1] == '1')) {
+        out += tok[++i] == '0' ? '~' : '/';
+      } else {
+        out += tok[i];
+      }
+    }
+    return out;
+  }
+
+  void append(const YamlNode* parent, Entry e) {
+    for (auto& [node, entries] : appends_) {
+      if (node == parent) {
+        entries.push_back(std::move(e));
+        return;
+      }
+    }
+    appends_.push_back({parent, {std::move(e)}});
+  }
+
+  // Where a new line goes after the text ending at byte `pos`: the start of the next line (or
+  // `pos` itself when it already is a line start, as after a block scalar). `eol_first` when the
+  // text has no line break left: the insertion must begin with one.
+  std::size_t line_after(std::size_t pos, bool& eol_first) const {
+    eol_first = false;
+    std::size_t back = pos;
+    while (back > 0 && (text_[back - 1] == ' ' || text_[back - 1] == '\t')) --back;
+    if (pos > 0 && back > 0 && text_[back - 1] == '\n') return back;
+    auto nl = text_.find('\n', pos);
+    if (nl == std::string::npos) {
+      eol_first = true;
+      return text_.size();
+    }
+    return nl + 1;
+  }
+
+  // Indentation (spaces) of the line holding byte `pos`.
+  int line_indent(std::size_t pos) const {
+    std::size_t start = text_.rfind('\n', pos == 0 ? 0 : pos - 1);
+    start = start == std::string::npos || pos == 0 ? 0 : start + 1;
+    int n = 0;
+    while (start + n < text_.size() && text_[start + n] == ' ') ++n;
+    return n;
+  }
+
+  bool in_flow() const { return st_.json; }
+
+  Edit append_edit(const YamlNode* node, const std::vector<Entry>& entries) {
+    const bool seq = node->kind == YamlNode::Kind::kSequence;
+    const bool empty = seq ? node->items.empty() : node->pairs.empty();
+    if (node->flow) return flow_append(node, entries, seq, empty);
+    if (empty) throw Unsupported{"an empty block collection"};
+    bool eol_first = false;
+    Edit e;
+    e.at = line_after(index_.byte(node->end), eol_first);
+    if (eol_first) e.insert = st_.eol;
+    BlockWriter w(st_, e.insert);
+    if (seq) {
+      int item_indent = st_.item_indent;
+      const YamlNode* first = node->items.front();
+      if (first->kind == YamlNode::Kind::kMap && !first->flow && !first->pairs.empty() && first->line == node->line)
+        item_indent = first->pairs.front().first->column - node->column;
+      for (const auto& en : entries) w.item(en.value, node->column, std::max(2, item_indent));
+    } else {
+      for (const auto& en : entries) w.pair(en.key, en.value, node->pairs.front().first->column);
+    }
+    return e;
+  }
+
+  std::string flow_entry(const Entry& en, bool seq, int indent) const {
+    std::string v = st_.json ? json_text(en.value, indent, st_.step, st_.eol) : flow_text(en.value, false);
+    if (seq) return v;
+    return key_text(en.key, st_.json, true) + ": " + v;
+  }
+
+  Edit flow_append(const YamlNode* node, const std::vector<Entry>& entries, bool seq, bool empty) {
+    const std::size_t start = index_.byte(node->start), end = index_.byte(node->end);
+    if (end == 0 || end > text_.size() || end <= start) throw Unsupported{"a flow collection without bounds"};
+    const char close = seq ? ']' : '}';
+    if (text_[end - 1] != close) throw Unsupported{"a flow collection that does not end in its bracket"};
+    Edit e;
+    if (empty) {
+      // "[]" / "{}" becomes the collection with the new entries, on one line or as pretty JSON.
+      const int indent = line_indent(start);
+      e.at = start;
+      e.erase = end - start;
+      e.insert = seq ? "[" : "{";
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        if (st_.json) {
+          e.insert += (i ? "," : "") + st_.eol + pad(indent + st_.step) + flow_entry(entries[i], seq, indent + st_.step);
+        } else {
+          e.insert += (i ? ", " : "") + flow_entry(entries[i], seq, 0);
+        }
+      }
+      e.insert += st_.json ? st_.eol + pad(indent) + close : std::string(1, close);
+      return e;
+    }
+    // After the last entry, before any spaces, line breaks and the closing bracket.
+    std::size_t q = end - 1;
+    while (q > start && std::isspace(static_cast<unsigned char>(text_[q - 1]))) --q;
+    const bool trailing_comma = text_[q - 1] == ',';
+    const bool multiline = text_.find('\n', start) < end - 1;
+    if (multiline && text_.substr(start, end - start).find('#') != std::string::npos)
+      throw Unsupported{"a multi-line flow collection with comments"};
+    e.at = trailing_comma ? q - 1 : q;
+    const int indent = multiline ? line_indent(q - 1) : 0;
+    for (const auto& en : entries) {
+      e.insert += multiline ? "," + st_.eol + pad(indent) : ", ";
+      e.insert += flow_entry(en, seq, indent);
+    }
+    if (trailing_comma) e.insert += ",";
+    e.erase = trailing_comma ? 1 : 0;
+    return e;
+  }
+
+  void replace(const YamlNode* parent, const YamlNode* key, const YamlNode* old, const json& value) {
+    const std::size_t start = index_.byte(old->start), end = index_.byte(old->end);
+    if (old->kind == YamlNode::Kind::kScalar && !value.is_structured()) {
+      if (old->style == ScalarStyle::kLiteral || old->style == ScalarStyle::kFolded)
+        throw Unsupported{"replacing a block scalar"};
+      std::string text = scalar_text(value, st_.json, parent->flow);
+      if (!st_.json && value.is_string()) {
+        const std::string& s = value.get_ref<const std::string&>();
+        if (old->style == ScalarStyle::kDouble) text = json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+        if (old->style == ScalarStyle::kSingle && s.find('\'') == std::string::npos && text == s) text = "'" + s + "'";
+      }
+      edits_.push_back({start, end - start, text});
+      return;
+    }
+    if (parent->flow || st_.json) {
+      const int indent = line_indent(start);
+      std::string text = st_.json ? json_text(value, indent, st_.step, st_.eol) : flow_text(value, false);
+      edits_.push_back({start, end - start, text});
+      return;
+    }
+    if (old->kind != YamlNode::Kind::kScalar) throw Unsupported{"replacing a block collection"};
+    if (!value.is_structured() || value.empty()) throw Unsupported{"replacing with an empty collection"};
+    // "key: null" / "key:" in a block mapping: the value moves to the lines below the key.
+    std::size_t erase_from = start;
+    while (erase_from > 0 && text_[erase_from - 1] == ' ') --erase_from;
+    if (end > start) edits_.push_back({erase_from, end - erase_from, ""});
+    bool eol_first = false;
+    Edit e;
+    e.at = line_after(std::max(end, index_.byte(key->end)), eol_first);
+    if (eol_first) e.insert = st_.eol;
+    BlockWriter w(st_, e.insert);
+    const int col = key->column;
+    if (value.is_object()) {
+      for (const auto& [k, x] : members(value)) w.pair(k, *x, col + st_.step);
+    } else {
+      for (const auto& x : value) w.item(x, col + st_.seq_indent, st_.item_indent);
+    }
+    edits_.push_back(std::move(e));
+  }
+};
+
+}  // namespace
+
+SurgicalEdit edit_in_place(const std::string& text, const YamlDocument& doc,
+                           const std::vector<TemplatePatch>& patches) {
+  SurgicalEdit r;
+  if (!doc.root) {
+    r.why_not = "empty document";
+    return r;
+  }
+  try {
+    Editor ed(text, doc);
+    for (const auto& p : patches) ed.add_patch(p.pointer, *p.ops);
+    r.text = ed.apply();
+    r.ok = true;
+  } catch (const Unsupported& u) {
+    r.why_not = u.why;
+  } catch (const std::exception& e) {
+    r.why_not = e.what();
+  }
+  return r;
+}
+
+}  // namespace shmguard::manifests

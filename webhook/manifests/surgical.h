@@ -1,0 +1,36 @@
+// Surgical edits: applies the engine's JSON patches to a document's own text instead of
+// re-emitting it, so every comment, blank line, quote style, flow collection and anchor that the
+// patch does not touch keeps its bytes. Insertion points come from libyaml's marks (YamlNode
+// start/end); new lines follow the document's indentation, sequence style and line endings, and
+// JSON documents get JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "manifests/yaml_doc.h"
+
+namespace shmguard::manifests {
+
+// One template's patch: the template's JSON pointer in the document and its RFC 6902 operations.
+struct TemplatePatch {
+  std::string pointer;
+  const nlohmann::json* ops;
+};
+
+struct SurgicalEdit {
+  bool ok = false;
+  std::string text;     // the edited document (ok)
+  std::string why_not;  // why the text could not be edited in place (!ok)
+};
+
+// `doc` must be `text` parsed by parse_document. Supports what inject_pod emits: "add" to the end
+// of a mapping or sequence, and "add"/"replace" of an existing value. The caller verifies the
+// result by parsing it; anything unsupported (a path through an anchor, a replaced block scalar)
+// returns !ok so the caller can fall back to the re-emitter.
+SurgicalEdit edit_in_place(const std::string& text, const YamlDocument& doc,
+                           const std::vector<TemplatePatch>& patches);
+
+}  // namespace shmguard::manifests
