@@ -55,6 +55,7 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
   std::istringstream in(input);
   std::string err;
   ASSERT_TRUE(runner.process(path, in, err)) << err;
+  runner.finish();
 
   bool any_mutated = false;
   for (const auto& r : runner.reports()) {
@@ -124,6 +125,7 @@ TEST(CorpusSuite, ExistingDevShmIsLeftAlone) {
   std::ifstream in(p);
   std::string err;
   ASSERT_TRUE(runner.process(p.string(), in, err)) << err;
+  runner.finish();
   ASSERT_FALSE(runner.reports().empty());
   for (const auto& r : runner.reports()) EXPECT_EQ(r.result.reason, "user-managed");
   EXPECT_EQ(out.str(), test::read_file(p));

@@ -59,6 +59,7 @@ TEST_P(Golden, OfflineAndWebhookAgreeWithGolden) {
   std::istringstream in(input);
   std::string err;
   ASSERT_TRUE(runner.process(name + ".yaml", in, err)) << err;
+  runner.finish();
   ASSERT_EQ(runner.reports().size(), 1u) << "a golden case holds exactly one pod";
   const auto& report = runner.reports()[0];
 

@@ -41,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (err.rfind("fuzz.yaml:", 0) != 0) fail("error does not name the input", err);
     return 0;
   }
+  runner.finish();
   bool ok_in = false, ok_out = false;
   std::size_t before = documents(text, ok_in);
   std::size_t after = documents(out.str(), ok_out);

@@ -125,8 +125,10 @@ struct ManifestArgs {
 };
 
 void print_report(std::ostream& os, const manifests::TemplateReport& r, bool mutate_wording) {
-  os << r.file << ":" << r.document << " " << (r.kind.empty() ? "?" : r.kind) << "/"
-     << (r.name.empty() ? "?" : r.name) << " " << r.path << " -> " << r.decision_text(mutate_wording) << "\n";
+  os << r.file << ":" << r.line << " " << (r.kind.empty() ? "?" : r.kind) << "/"
+     << (r.name.empty() ? "?" : r.name) << " " << r.path << " -> " << r.decision_text(mutate_wording);
+  if (!r.rewritten.empty()) os << " (document re-emitted: " << r.rewritten << ")";
+  os << "\n";
   for (const auto& w : r.result.warnings) os << "    warning: " << w << "\n";
 }
 

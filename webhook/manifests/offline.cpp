@@ -116,6 +116,7 @@ void OfflineRunner::write_json_document(const std::string& doc) {
 }
 
 void OfflineRunner::finish() {
+  release_held(false);
   if (format_ != OutputFormat::kJson) return;
   if (json_docs_ == 0) {
     out_ << "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": []\n}\n";
@@ -131,11 +132,28 @@ void OfflineRunner::finish() {
   }
 }
 
-void OfflineRunner::write(const std::string& text) {
+void OfflineRunner::write(const std::string& text, const YamlDocument* doc) {
   if (text.empty()) return;
-  out_ << text;
-  last_char_ = text.back();
   wrote_any_ = true;
+  if (text.back() != '\n') {
+    // The last document of a file without a final newline: held back until it is known whether
+    // another file follows (then it needs one) or not (then it stays byte for byte).
+    held_ = text;
+    held_fixed_ = doc ? strip_trailing_block_scalar(*doc, text) : std::nullopt;
+    return;
+  }
+  out_ << text;
+}
+
+void OfflineRunner::release_held(bool more_follows) {
+  if (held_.empty()) return;
+  if (more_follows) {
+    out_ << (held_fixed_ ? *held_fixed_ : held_) << "\n";
+  } else {
+    out_ << held_;
+  }
+  held_.clear();
+  held_fixed_.reset();
 }
 
 bool OfflineRunner::process(const std::string& file, std::istream& in, std::string& err) {
@@ -147,8 +165,8 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
     if (index == 1 && format_ == OutputFormat::kYaml && wrote_any_) {
       // Files are concatenated into one stream: the previous file may lack a final newline and
       // this one may not open with "---"; without both, two documents would read as one.
-      if (last_char_ != '\n') write("\n");
-      if (raw.text.compare(0, 3, "---") != 0) write("---\n");
+      release_held(true);
+      if (raw.text.compare(0, 3, "---") != 0) out_ << "---\n";
     }
     if (!process_document(file, index, raw, err)) return false;
   }
@@ -167,7 +185,7 @@ bool OfflineRunner::process_document(const std::string& file, int index, const R
   }
   const YamlNode* node = ydoc_.root;
   if (!node) {
-    if (format_ == OutputFormat::kYaml) write(raw.text);
+    if (format_ == OutputFormat::kYaml) write(raw.text, &ydoc_);
     return true;
   }
   if (node->kind != YamlNode::Kind::kMap) {
@@ -201,7 +219,7 @@ bool OfflineRunner::process_document(const std::string& file, int index, const R
   const bool changed = std::any_of(reports.begin(), reports.end(), [](const auto& r) { return r.result.mutated(); });
   bool ok = true;
   if (!changed) {
-    if (format_ == OutputFormat::kYaml) write(raw.text);
+    if (format_ == OutputFormat::kYaml) write(raw.text, &ydoc_);
     if (format_ == OutputFormat::kJson) ok = write_json_tree(where, err);
   } else if (format_ != OutputFormat::kNone) {
     ok = write_changed(raw, *doc, reports, where, err);
@@ -266,7 +284,7 @@ bool OfflineRunner::write_changed(const RawDocument& raw, const json& doc, std::
       }
     }
     if (edit.ok) {
-      write(edit.text);
+      write(edit.text, &check_doc_);
       return true;
     }
     for (auto& rep : reports)

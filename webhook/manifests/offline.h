@@ -5,6 +5,7 @@
 #include <functional>
 #include <istream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -55,7 +56,8 @@ class OfflineRunner {
 
  private:
   void write_json_document(const std::string& text);
-  void write(const std::string& text);
+  void write(const std::string& text, const YamlDocument* doc = nullptr);
+  void release_held(bool more_follows);
   bool process_document(const std::string& file, int index, const RawDocument& raw, std::string& err);
   std::vector<int> warning_lines(const TemplateReport& rep, int first_line) const;
   bool write_json_tree(const std::function<std::string(int)>& where, std::string& err);
@@ -71,7 +73,8 @@ class OfflineRunner {
   YamlDocument check_doc_;   // an edited document read back
   std::size_t node_budget_ = 0;
   bool wrote_any_ = false;
-  char last_char_ = '\n';
+  std::string held_;                        // a file's last document, without a final newline
+  std::optional<std::string> held_fixed_;   // the same, safe to follow with a newline
   std::string first_json_;   // held back until we know whether to wrap in a List
   int json_docs_ = 0;
 };

@@ -14,34 +14,13 @@ struct Unsupported {
   std::string why;
 };
 
-// libyaml counts characters; the edits need bytes. ASCII text (nearly every manifest) maps 1:1.
-class TextIndex {
- public:
-  explicit TextIndex(const std::string& text) : text_(text) {
-    if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) bom_ = 3;  // libyaml skips a BOM without counting it
-    ascii_ = std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
-    if (ascii_) return;
-    for (std::size_t i = bom_; i < text.size(); ++i)
-      if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts_.push_back(i);
-  }
-  std::size_t byte(std::size_t index) const {
-    if (ascii_) return std::min(index + bom_, text_.size());
-    return index < starts_.size() ? starts_[index] : text_.size();
-  }
-
- private:
-  const std::string& text_;
-  std::size_t bom_ = 0;
-  bool ascii_ = true;
-  std::vector<std::size_t> starts_;
-};
-
 // How the document writes block collections, read off the document itself.
 struct Style {
   int step = 2;        // a nested mapping's indent relative to its key
   int seq_indent = -1; // a sequence's "-" relative to its key (0: "key:\n- a"); -1 unknown
   int item_indent = 2; // a mapping item's keys relative to its "-"
   bool json = false;   // the document is JSON: insert JSON
+  bool pretty = false; // ... pretty-printed over several lines (else inserted JSON stays on one line)
   std::string eol = "\n";
 };
 
@@ -82,6 +61,10 @@ Style detect_style(const std::string& text, const YamlNode* root) {
     }
   }
   if (st.seq_indent < 0) st.seq_indent = st.step;
+  if (st.json && !root->pairs.empty() && root->pairs.front().first->line > root->line) {
+    st.step = std::max(1, root->pairs.front().first->column - root->column);
+    st.pretty = true;
+  }
   return st;
 }
 
@@ -203,6 +186,10 @@ struct Edit {
   std::size_t at = 0;
   std::size_t erase = 0;
   std::string insert;
+  bool eol_first = false;  // at the end of a text without a final line break: start with one
+  // Where the edited collection starts. Collections that end together (a container's mounts and
+  // the pod's volumes after it) get their lines innermost first: the later start goes first.
+  std::size_t owner = 0;
 };
 
 // One entry to add at the end of a collection: a key and value for a mapping, a value for a sequence.
@@ -255,13 +242,16 @@ class Editor {
   std::string apply() {
     std::vector<Edit> edits = std::move(edits_);
     for (const auto& [node, entries] : appends_) edits.push_back(append_edit(node, entries));
-    std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.at < b.at; });
+    std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
+      return a.at != b.at ? a.at < b.at : a.owner > b.owner;
+    });
     std::string out;
     out.reserve(text_.size() + 512);
     std::size_t pos = 0;
     for (const auto& e : edits) {
       if (e.at < pos) throw Unsupported{"overlapping edits"};
       out.append(text_, pos, e.at - pos);
+      if (e.eol_first && !out.empty() && out.back() != '\n') out += st_.eol;
       out += e.insert;
       pos = e.at + e.erase;
     }
@@ -333,8 +323,9 @@ class Editor {
     if (empty) throw Unsupported{"an empty block collection"};
     bool eol_first = false;
     Edit e;
+    e.owner = node->start;
     e.at = line_after(index_.byte(node->end), eol_first);
-    if (eol_first) e.insert = st_.eol;
+    e.eol_first = eol_first;
     BlockWriter w(st_, e.insert);
     if (seq) {
       int item_indent = st_.item_indent;
@@ -349,7 +340,7 @@ class Editor {
   }
 
   std::string flow_entry(const Entry& en, bool seq, int indent) const {
-    std::string v = st_.json ? json_text(en.value, indent, st_.step, st_.eol) : flow_text(en.value, false);
+    std::string v = st_.pretty ? json_text(en.value, indent, st_.step, st_.eol) : flow_text(en.value, st_.json);
     if (seq) return v;
     return key_text(en.key, st_.json, true) + ": " + v;
   }
@@ -360,6 +351,7 @@ class Editor {
     const char close = seq ? ']' : '}';
     if (text_[end - 1] != close) throw Unsupported{"a flow collection that does not end in its bracket"};
     Edit e;
+    e.owner = node->start;
     if (empty) {
       // "[]" / "{}" becomes the collection with the new entries, on one line or as pretty JSON.
       const int indent = line_indent(start);
@@ -367,13 +359,13 @@ class Editor {
       e.erase = end - start;
       e.insert = seq ? "[" : "{";
       for (std::size_t i = 0; i < entries.size(); ++i) {
-        if (st_.json) {
+        if (st_.pretty) {
           e.insert += (i ? "," : "") + st_.eol + pad(indent + st_.step) + flow_entry(entries[i], seq, indent + st_.step);
         } else {
           e.insert += (i ? ", " : "") + flow_entry(entries[i], seq, 0);
         }
       }
-      e.insert += st_.json ? st_.eol + pad(indent) + close : std::string(1, close);
+      e.insert += st_.pretty ? st_.eol + pad(indent) + close : std::string(1, close);
       return e;
     }
     // After the last entry, before any spaces, line breaks and the closing bracket.
@@ -405,13 +397,13 @@ class Editor {
         if (old->style == ScalarStyle::kDouble) text = json(s).dump(-1, ' ', false, json::error_handler_t::replace);
         if (old->style == ScalarStyle::kSingle && s.find('\'') == std::string::npos && text == s) text = "'" + s + "'";
       }
-      edits_.push_back({start, end - start, text});
+      edits_.push_back(Edit{.at = start, .erase = end - start, .insert = text, .owner = old->start});
       return;
     }
     if (parent->flow || st_.json) {
       const int indent = line_indent(start);
-      std::string text = st_.json ? json_text(value, indent, st_.step, st_.eol) : flow_text(value, false);
-      edits_.push_back({start, end - start, text});
+      std::string text = st_.pretty ? json_text(value, indent, st_.step, st_.eol) : flow_text(value, st_.json);
+      edits_.push_back(Edit{.at = start, .erase = end - start, .insert = text, .owner = old->start});
       return;
     }
     if (old->kind != YamlNode::Kind::kScalar) throw Unsupported{"replacing a block collection"};
@@ -419,11 +411,12 @@ class Editor {
     // "key: null" / "key:" in a block mapping: the value moves to the lines below the key.
     std::size_t erase_from = start;
     while (erase_from > 0 && text_[erase_from - 1] == ' ') --erase_from;
-    if (end > start) edits_.push_back({erase_from, end - erase_from, ""});
+    if (end > start) edits_.push_back(Edit{.at = erase_from, .erase = end - erase_from, .owner = key->start});
     bool eol_first = false;
     Edit e;
+    e.owner = key->start;
     e.at = line_after(std::max(end, index_.byte(key->end)), eol_first);
-    if (eol_first) e.insert = st_.eol;
+    e.eol_first = eol_first;
     BlockWriter w(st_, e.insert);
     const int col = key->column;
     if (value.is_object()) {

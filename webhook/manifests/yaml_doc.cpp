@@ -4,6 +4,7 @@
 
 #include <yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -691,6 +692,45 @@ auto guarded(YamlError& err, Walk&& walk) -> std::optional<decltype(walk())> {
 std::optional<json> to_json(const YamlNode* node, std::size_t budget, YamlError& err) {
   if (!node) return json(nullptr);
   return guarded(err, [&] { return convert(node, budget); });
+}
+
+TextIndex::TextIndex(const std::string& text) : size_(text.size()) {
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) bom_ = 3;  // libyaml skips a BOM without counting it
+  ascii_ = std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+  if (ascii_) return;
+  for (std::size_t i = bom_; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts_.push_back(i);
+}
+
+std::size_t TextIndex::byte(std::size_t index) const {
+  if (ascii_) return std::min(index + bom_, size_);
+  return index < starts_.size() ? starts_[index] : size_;
+}
+
+std::optional<std::string> strip_trailing_block_scalar(const YamlDocument& doc, const std::string& text) {
+  const YamlNode* n = doc.root;
+  for (std::size_t depth = 0; n && depth < 10000; ++depth) {
+    if (n->kind == YamlNode::Kind::kMap && !n->pairs.empty()) {
+      n = n->pairs.back().second;
+    } else if (n->kind == YamlNode::Kind::kSequence && !n->items.empty()) {
+      n = n->items.back();
+    } else {
+      break;
+    }
+  }
+  if (!n || n->kind != YamlNode::Kind::kScalar) return std::nullopt;
+  if (n->style != ScalarStyle::kLiteral && n->style != ScalarStyle::kFolded) return std::nullopt;
+  const std::size_t from = TextIndex(text).byte(n->start) + 1;
+  if (from > text.size() || (text[from - 1] != '|' && text[from - 1] != '>')) return std::nullopt;
+  std::size_t to = from;
+  std::string digits;
+  bool strip = false;
+  for (; to < text.size() && (std::isdigit(static_cast<unsigned char>(text[to])) || text[to] == '+' || text[to] == '-'); ++to) {
+    if (text[to] == '-') strip = true;
+    if (std::isdigit(static_cast<unsigned char>(text[to]))) digits += text[to];
+  }
+  if (strip) return std::nullopt;
+  return text.substr(0, from) + digits + "-" + text.substr(to);
 }
 
 const YamlNode* resolve(const YamlNode* root, const std::string& pointer, bool* through_anchor) {

@@ -77,6 +77,26 @@ struct YamlError {
   int line = 0;
 };
 
+// libyaml's marks count characters; edits of the text need bytes. ASCII text (nearly every
+// manifest) maps one to one; otherwise a table of character starts is built once.
+class TextIndex {
+ public:
+  explicit TextIndex(const std::string& text);
+  std::size_t byte(std::size_t index) const;
+
+ private:
+  std::size_t size_;
+  std::size_t bom_ = 0;
+  bool ascii_ = true;
+  std::vector<std::size_t> starts_;
+};
+
+// For a document (`doc` parsed from `text`) whose text has no final line break and whose last
+// scalar is a block scalar ("|", ">") that keeps its final line break: the text with that
+// scalar's chomping set to strip ("|-"), so that a line break added after the text (to start the
+// next file's documents) does not become part of its value. std::nullopt when nothing needs it.
+std::optional<std::string> strip_trailing_block_scalar(const YamlDocument& doc, const std::string& text);
+
 // The node at a JSON pointer (mapping keys and sequence indexes), or null. `through_anchor` is
 // set when the walk passes through an anchored node, whose text other places may share.
 const YamlNode* resolve(const YamlNode* root, const std::string& pointer, bool* through_anchor = nullptr);
