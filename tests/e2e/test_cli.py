@@ -105,7 +105,8 @@ def test_mutate_stdin_and_report():
     docs = list(yaml.safe_load_all(r.stdout))
     vol = docs[1]["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"][0]
     assert vol["emptyDir"] == {"medium": "Memory", "sizeLimit": "4481Mi"}
-    assert "<stdin>:2 PyTorchJob/resnet spec.pytorchReplicaSpecs.Worker.template -> injected 4481Mi" in r.stderr
+    # The line is the template mapping's first line (after the 6-line ConfigMap and "---").
+    assert "<stdin>:17 PyTorchJob/resnet spec.pytorchReplicaSpecs.Worker.template -> injected 4481Mi" in r.stderr
 
 
 def test_mutate_json_output_and_json_input(tmp_path):
@@ -128,10 +129,13 @@ def test_check_exit_codes(tmp_path):
     assert r.returncode == 0
     r = run("check", "-f", str(tmp_path))
     assert r.returncode == 1
-    assert "job.yml:1 PyTorchJob/resnet spec.pytorchReplicaSpecs.Worker.template -> would inject 4481Mi" in r.stdout
+    assert "job.yml:10 PyTorchJob/resnet spec.pytorchReplicaSpecs.Worker.template -> would inject 4481Mi" in r.stdout
     r = run("check", "-f", str(tmp_path), "-o", "json")
     report = json.loads(r.stdout)
-    assert r.returncode == 1 and report[0]["sizeLimit"] == "4481Mi" and report[0]["missing"] is True
+    job = [i for i in report["items"] if i["file"].endswith("job.yml")][0]
+    assert r.returncode == 1 and job["size"] == "4481Mi" and job["failed"] is True
+    assert job["findings"] == [{"rule": "missing", "line": 10, "message": "would inject 4481Mi", "fails": True}]
+    assert report["totals"]["templates"] == 1 and report["totals"]["failed"] == 1  # the ConfigMap has no template
     # A template whose own /dev/shm is too small.
     small = JOB.replace("            resources:", "            volumeMounts:\n            - name: dshm\n"
                         "              mountPath: /dev/shm\n            resources:") + \

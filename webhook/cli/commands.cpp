@@ -3,17 +3,25 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/report.h"
 #include "config/config.h"
+#include "inject/recognize.h"
 #include "manifests/offline.h"
 #include "server/log.h"
 #include "server/server.h"
@@ -120,115 +128,199 @@ int run_size(const SizeArgs& a) {
 // ---- mutate / check ----
 struct ManifestArgs {
   std::vector<std::string> files;
-  std::string output = "yaml";
+  std::vector<std::string> excludes;
+  std::string output;
   std::string config_file;
+  std::string fail_on = "missing,too-small,stale";
+  bool in_place = false;
+  bool skip_invalid = false;
 };
 
-void print_report(std::ostream& os, const manifests::TemplateReport& r, bool mutate_wording) {
-  os << r.file << ":" << r.line << " " << (r.kind.empty() ? "?" : r.kind) << "/"
-     << (r.name.empty() ? "?" : r.name) << " " << r.path << " -> " << r.decision_text(mutate_wording);
-  if (!r.rewritten.empty()) os << " (document re-emitted: " << r.rewritten << ")";
-  os << "\n";
-  for (const auto& w : r.result.warnings) os << "    warning: " << w << "\n";
+bool excluded(const std::string& path, const std::vector<std::string>& globs) {
+  const std::string base = fs::path(path).filename().string();
+  return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) {
+    return inject::glob_match(g, path) || inject::glob_match(g, base);
+  });
 }
 
-int run_manifests(const ManifestArgs& a, bool check) {
+bool input_files(const ManifestArgs& a, std::vector<std::string>& files, std::string& err) {
+  std::vector<std::string> all;
+  if (!expand_inputs(a.files, all, err)) return false;
+  for (auto& f : all)
+    if (f == "-" || !excluded(f, a.excludes)) files.push_back(std::move(f));
+  if (files.empty()) {
+    err = "no input files found in " + a.files.front();
+    return false;
+  }
+  return true;
+}
+
+// Streams a FILE* as an ostream: output goes to an unlinked temporary file first, so memory
+// follows the largest document and nothing reaches stdout unless every input was valid.
+class FileBuf : public std::streambuf {
+ public:
+  explicit FileBuf(std::FILE* f) : f_(f) {}
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (c == traits_type::eof()) return 0;
+    return std::fputc(c, f_) == EOF ? traits_type::eof() : c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    return static_cast<std::streamsize>(std::fwrite(s, 1, static_cast<std::size_t>(n), f_));
+  }
+
+ private:
+  std::FILE* f_;
+};
+
+void copy_to_stdout(std::FILE* from) {
+  std::fflush(from);
+  std::rewind(from);
+  char buf[1 << 16];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, from)) > 0) std::fwrite(buf, 1, n, stdout);
+  std::fflush(stdout);
+}
+
+void print_mutate_report(const manifests::TemplateReport& r) {
+  std::ostringstream os;
+  Record rec = make_record(r, FailOn{});
+  rec.decision = r.decision_text(true);
+  if (!r.rewritten.empty()) rec.decision += " (document re-emitted: " + r.rewritten + ")";
+  render_text_record(os, rec);
+  std::cerr << os.str();
+}
+
+bool process_file(manifests::OfflineRunner& runner, const std::string& f, std::string& err) {
+  if (f == "-") return runner.process("<stdin>", std::cin, err);
+  std::ifstream in(f, std::ios::binary);
+  if (!in) {
+    err = f + ": cannot open";
+    return false;
+  }
+  return runner.process(f, in, err);
+}
+
+// Rewrites `path` with `text` atomically: a temporary file beside it, the same mode, a rename.
+bool replace_file(const std::string& path, const std::string& text, std::string& err) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    err = path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string tmp = path + ".shmguard-XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0) {
+    err = path + ": cannot create a temporary file beside it: " + std::strerror(errno);
+    return false;
+  }
+  bool ok = ::fchmod(fd, st.st_mode & 07777) == 0;
+  std::size_t off = 0;
+  while (ok && off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) off += static_cast<std::size_t>(n);
+  }
+  ok = ok && ::fsync(fd) == 0;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = path + ": cannot write: " + std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files) {
+  // Every file is read and mutated before any is written: invalid input changes nothing.
+  std::vector<std::pair<std::string, std::string>> changed;
+  std::vector<manifests::TemplateReport> reports;
+  for (const auto& f : files) {
+    if (f == "-") return fail("--in-place cannot rewrite stdin");
+    std::ostringstream out;
+    manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
+    std::string err;
+    if (!process_file(runner, f, err)) return fail(err);
+    runner.finish();
+    bool mutated = false;
+    for (const auto& r : runner.reports()) {
+      mutated = mutated || r.result.mutated();
+      reports.push_back(r);
+    }
+    if (mutated) changed.emplace_back(f, out.str());
+  }
+  for (const auto& r : reports) print_mutate_report(r);
+  for (const auto& [path, text] : changed) {
+    std::string err;
+    if (!replace_file(path, text, err)) return fail(err, kExitBadInput);
+    std::cerr << path << ": rewritten\n";
+  }
+  return kExitOk;
+}
+
+int run_mutate(const ManifestArgs& a) {
   config::Config cfg;
   std::string err;
   if (!load_config(a.config_file, cfg, err)) return fail(err);
   std::vector<std::string> files;
-  if (!expand_inputs(a.files, files, err)) return fail(err);
-  if (files.empty()) return fail("no input files found in " + a.files.front());
-
-  manifests::OutputFormat fmt = manifests::OutputFormat::kNone;
-  if (!check) fmt = a.output == "json" ? manifests::OutputFormat::kJson : manifests::OutputFormat::kYaml;
-  // Output goes to an unlinked temporary file first: memory follows the largest document, and
-  // nothing reaches stdout unless every input was valid.
+  if (!input_files(a, files, err)) return fail(err);
+  if (a.in_place) {
+    if (a.output == "json") return fail("--in-place keeps each file's format; it cannot be combined with -o json");
+    return run_mutate_in_place(cfg, files);
+  }
   std::FILE* tmp = std::tmpfile();
   if (!tmp) return fail("cannot create a temporary file");
-  struct Closer {
-    std::FILE* f;
-    ~Closer() { std::fclose(f); }
-  } closer{tmp};
-  class FileBuf : public std::streambuf {
-   public:
-    explicit FileBuf(std::FILE* f) : f_(f) {}
-   protected:
-    int_type overflow(int_type c) override {
-      if (c == traits_type::eof()) return 0;
-      return std::fputc(c, f_) == EOF ? traits_type::eof() : c;
-    }
-    std::streamsize xsputn(const char* s, std::streamsize n) override {
-      return static_cast<std::streamsize>(std::fwrite(s, 1, static_cast<std::size_t>(n), f_));
-    }
-   private:
-    std::FILE* f_;
-  } filebuf(tmp);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(tmp, std::fclose);
+  FileBuf filebuf(tmp);
   std::ostream out(&filebuf);
-  manifests::OfflineRunner runner(cfg, fmt, out);
-
-  // The report streams too: to stderr for mutate, to a second temporary file for check (whose
-  // stdout must stay empty when an input turns out to be invalid).
-  std::FILE* report_tmp = check ? std::tmpfile() : nullptr;
-  if (check && !report_tmp) return fail("cannot create a temporary file");
-  struct ReportCloser {
-    std::FILE* f;
-    ~ReportCloser() {
-      if (f) std::fclose(f);
-    }
-  } report_closer{report_tmp};
-  std::size_t templates = 0, missing = 0;
-  const bool json_report = check && a.output == "json";
-  runner.set_report_sink([&](const manifests::TemplateReport& r) {
-    ++templates;
-    if (r.missing_shm()) ++missing;
-    std::ostringstream line;
-    if (json_report) {
-      line << (templates == 1 ? "[\n" : ",\n") << r.to_json().dump(2);
-    } else {
-      print_report(line, r, !check);
-    }
-    const std::string text = line.str();
-    if (check) {
-      std::fwrite(text.data(), 1, text.size(), report_tmp);
-    } else {
-      std::cerr << text;
-    }
-  });
-  for (const auto& f : files) {
-    bool ok;
-    if (f == "-") {
-      ok = runner.process("<stdin>", std::cin, err);
-    } else {
-      std::ifstream in(f, std::ios::binary);
-      if (!in) return fail(f + ": cannot open");
-      ok = runner.process(f, in, err);
-    }
-    if (!ok) return fail(err);
-  }
+  manifests::OfflineRunner runner(cfg, a.output == "json" ? manifests::OutputFormat::kJson : manifests::OutputFormat::kYaml,
+                                  out);
+  runner.set_report_sink(print_mutate_report);
+  for (const auto& f : files)
+    if (!process_file(runner, f, err)) return fail(err);
   runner.finish();
   out.flush();
-
-  auto copy_to_stdout = [](std::FILE* from) {
-    std::fflush(from);
-    std::rewind(from);
-    char buf[1 << 16];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, from)) > 0) std::fwrite(buf, 1, n, stdout);
-    std::fflush(stdout);
-  };
-  if (check) {
-    copy_to_stdout(report_tmp);
-    if (json_report) {
-      std::cout << (templates == 0 ? "[]\n" : "\n]\n");
-    } else {
-      std::cout << templates << " pod templates, " << missing << (missing == 1 ? " needs" : " need")
-                << " /dev/shm\n";
-    }
-    return missing ? kExitMissing : kExitOk;
-  }
   copy_to_stdout(tmp);
   return kExitOk;
+}
+
+int run_check(const ManifestArgs& a) {
+  config::Config cfg;
+  std::string err;
+  if (!load_config(a.config_file, cfg, err)) return fail(err);
+  auto fail_on = parse_fail_on(a.fail_on, err);
+  if (!fail_on) return fail(err);
+  std::vector<std::string> files;
+  if (!input_files(a, files, err)) return fail(err);
+  const std::map<std::string, Format> formats{{"text", Format::kText},   {"json", Format::kJson},
+                                              {"junit", Format::kJunit}, {"sarif", Format::kSarif},
+                                              {"github", Format::kGithub}};
+  std::vector<Record> records, pending;
+  Totals totals;
+  std::ostringstream none;
+  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, none);
+  runner.set_report_sink([&](const manifests::TemplateReport& r) { pending.push_back(make_record(r, *fail_on)); });
+  for (const auto& f : files) {
+    pending.clear();
+    if (!process_file(runner, f, err)) {
+      if (!a.skip_invalid) return fail(err);
+      totals.skipped_files.push_back(f + ": skipped (--skip-invalid): " + err);
+      std::cerr << "shmguard: " << totals.skipped_files.back() << "\n";
+      continue;
+    }
+    for (auto& r : pending) {
+      ++totals.templates;
+      totals.failed += r.failed;
+      for (const auto& fd : r.findings) ++totals.by_rule[static_cast<int>(fd.rule)];
+      records.push_back(std::move(r));
+    }
+  }
+  std::ostringstream os;
+  render(os, formats.at(a.output), records, totals, *fail_on);
+  std::cout << os.str() << std::flush;
+  return totals.failed ? kExitMissing : kExitOk;
 }
 
 // ---- serve ----
@@ -326,13 +418,22 @@ int run(int argc, char** argv) {
       ->capture_default_str();
 
   ManifestArgs ma, ca;
+  ma.output = "yaml";
+  ca.output = "text";
   auto* mutate = app.add_subcommand("mutate", "Print manifests with /dev/shm injected into training pod templates");
   mutate->add_option("-f,--filename", ma.files, "file, directory or - for stdin (repeatable)")->required();
   mutate->add_option("-o,--output", ma.output, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
+  mutate->add_flag("-i,--in-place", ma.in_place, "rewrite the files that change (atomically); leave the rest untouched");
+  mutate->add_option("--exclude", ma.excludes, "skip files whose path or name matches this glob (repeatable)");
   mutate->add_option("--config", ma.config_file, "YAML config file");
   auto* check = app.add_subcommand("check", "Exit 1 if a training pod template lacks the /dev/shm it needs");
   check->add_option("-f,--filename", ca.files, "file, directory or - for stdin (repeatable)")->required();
-  check->add_option("-o,--output", ca.output, "text or json")->check(CLI::IsMember({"text", "json", "yaml"}));
+  check->add_option("-o,--output", ca.output, "text, json, junit, sarif or github")
+      ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}));
+  check->add_option("--fail-on", ca.fail_on, "findings that fail the run: missing,too-small,stale,warning or none")
+      ->capture_default_str();
+  check->add_option("--exclude", ca.excludes, "skip files whose path or name matches this glob (repeatable)");
+  check->add_flag("--skip-invalid", ca.skip_invalid, "report and skip files that are not Kubernetes manifests");
   check->add_option("--config", ca.config_file, "YAML config file");
 
   SizeArgs sa;
@@ -360,8 +461,8 @@ int run(int argc, char** argv) {
       return kExitOk;
     }
     if (*size) return run_size(sa);
-    if (*mutate) return run_manifests(ma, false);
-    if (*check) return run_manifests(ca, true);
+    if (*mutate) return run_mutate(ma);
+    if (*check) return run_check(ca);
     if (*serve) return run_serve(so, log_level, shutdown_delay);
   } catch (const std::exception& e) {
     return fail(std::string("unexpected error: ") + e.what());

@@ -259,7 +259,7 @@ bool OfflineRunner::write_json_tree(const std::function<std::string(int)>& where
   return true;
 }
 
-bool OfflineRunner::write_changed(const RawDocument& raw, const json& doc, std::vector<TemplateReport>& reports,
+bool OfflineRunner::write_changed(const RawDocument& raw, json& doc, std::vector<TemplateReport>& reports,
                                   const std::function<std::string(int)>& where, std::string& err) {
   if (format_ == OutputFormat::kYaml) {
     // The document's own text with lines added; verified by reading it back.
@@ -276,7 +276,8 @@ bool OfflineRunner::write_changed(const RawDocument& raw, const json& doc, std::
     auto edit = edit_in_place(raw.text, ydoc_, patches);
     if (edit.ok) {
       YamlError yerr;
-      json expected = doc.patch(combined);
+      json& expected = doc;  // not needed unpatched any more
+      expected.patch_inplace(combined);
       if (!parse_document(edit.text, check_doc_, yerr)) {
         edit = {false, "", "the edited text does not parse: " + yerr.message};
       } else if (auto got = to_json(check_doc_.root, node_budget(edit.text), yerr); !got || *got != expected) {

@@ -61,7 +61,7 @@ class OfflineRunner {
   bool process_document(const std::string& file, int index, const RawDocument& raw, std::string& err);
   std::vector<int> warning_lines(const TemplateReport& rep, int first_line) const;
   bool write_json_tree(const std::function<std::string(int)>& where, std::string& err);
-  bool write_changed(const RawDocument& raw, const nlohmann::json& doc, std::vector<TemplateReport>& reports,
+  bool write_changed(const RawDocument& raw, nlohmann::json& doc, std::vector<TemplateReport>& reports,
                      const std::function<std::string(int)>& where, std::string& err);
 
   const config::Config& cfg_;

@@ -1,0 +1,267 @@
+// Findings and renderers for `shmguard check` (see report.h).
+#include "cli/report.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sizing/quantity.h"
+#include "version.h"
+
+namespace shmguard::cli {
+namespace {
+
+using nlohmann::json;
+
+int idx(Rule r) { return static_cast<int>(r); }
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 has no place for other control characters.
+        out += (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') ? ' ' : c;
+    }
+  }
+  return out;
+}
+
+// GitHub workflow commands: data escapes %, CR, LF; properties also ':' and ','.
+std::string gh_data(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '%') out += "%25";
+    else if (c == '\r') out += "%0D";
+    else if (c == '\n') out += "%0A";
+    else out += c;
+  }
+  return out;
+}
+
+std::string gh_property(const std::string& s) {
+  std::string out;
+  for (char c : gh_data(s)) {
+    if (c == ':') out += "%3A";
+    else if (c == ',') out += "%2C";
+    else out += c;
+  }
+  return out;
+}
+
+std::string subject(const Record& r) {
+  return (r.kind.empty() ? "?" : r.kind) + "/" + (r.name.empty() ? "?" : r.name) + " " + r.path;
+}
+
+std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+
+void render_json(std::ostream& os, const std::vector<Record>& records, const Totals& t, const FailOn& f) {
+  json items = json::array();
+  for (const auto& r : records) {
+    json w = json::array();
+    for (const auto& [line, msg] : r.warnings) w.push_back({{"line", line}, {"message", msg}});
+    json findings = json::array();
+    for (const auto& fd : r.findings)
+      findings.push_back({{"rule", rule_name(fd.rule)}, {"line", fd.line}, {"message", fd.message},
+                          {"fails", f.fails(fd.rule)}});
+    json j = {{"file", r.file}, {"line", r.line},         {"kind", r.kind},
+              {"name", r.name}, {"template", r.path},     {"decision", r.decision},
+              {"reason", r.reason}, {"warnings", w},      {"findings", findings},
+              {"failed", r.failed}};
+    j["size"] = r.size.empty() ? json(nullptr) : json(r.size);
+    j["existing"] = r.existing.empty() ? json(nullptr) : json(r.existing);
+    items.push_back(std::move(j));
+  }
+  json by_rule = json::object();
+  for (Rule r : kRules) by_rule[rule_name(r)] = t.by_rule[idx(r)];
+  json fail_on = json::array();
+  for (Rule r : kRules)
+    if (f.fails(r)) fail_on.push_back(rule_name(r));
+  os << dump({{"items", items},
+              {"totals", {{"templates", t.templates}, {"failed", t.failed}, {"findings", by_rule},
+                          {"skippedFiles", t.skipped_files}}},
+              {"failOn", fail_on}})
+     << "\n";
+}
+
+void render_junit(std::ostream& os, const std::vector<Record>& records, const Totals& t, const FailOn& f) {
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  os << "<testsuites name=\"shmguard check\" tests=\"" << t.templates << "\" failures=\"" << t.failed << "\">\n";
+  std::size_t i = 0;
+  while (i < records.size()) {
+    std::size_t j = i, failures = 0;
+    while (j < records.size() && records[j].file == records[i].file) failures += records[j++].failed;
+    os << "  <testsuite name=\"" << xml_escape(records[i].file) << "\" tests=\"" << (j - i) << "\" failures=\""
+       << failures << "\">\n";
+    for (; i < j; ++i) {
+      const Record& r = records[i];
+      os << "    <testcase classname=\"" << xml_escape(r.file) << "\" name=\"" << xml_escape(subject(r))
+         << "\" file=\"" << xml_escape(r.file) << "\" line=\"" << r.line << "\"";
+      if (!r.failed) {
+        os << "/>\n";
+        continue;
+      }
+      os << ">\n";
+      for (const auto& fd : r.findings) {
+        if (f.fails(fd.rule)) {
+          os << "      <failure type=\"" << rule_name(fd.rule) << "\" message=\"" << xml_escape(fd.message) << "\">"
+             << xml_escape(r.file + ":" + std::to_string(fd.line) + ": " + fd.message) << "</failure>\n";
+        }
+      }
+      os << "    </testcase>\n";
+    }
+    os << "  </testsuite>\n";
+  }
+  os << "</testsuites>\n";
+}
+
+void render_sarif(std::ostream& os, const std::vector<Record>& records, const FailOn& f) {
+  json rules = json::array();
+  for (Rule r : kRules) {
+    rules.push_back({{"id", rule_name(r)},
+                     {"name", rule_name(r)},
+                     {"shortDescription", {{"text", rule_description(r)}}},
+                     {"helpUri", "https://github.com/shmguard/shmguard#annotations"},
+                     {"defaultConfiguration", {{"level", f.fails(r) ? "error" : "warning"}}}});
+  }
+  json results = json::array();
+  for (const auto& r : records) {
+    for (const auto& fd : r.findings) {
+      results.push_back(
+          {{"ruleId", rule_name(fd.rule)},
+           {"ruleIndex", idx(fd.rule)},
+           {"level", f.fails(fd.rule) ? "error" : "warning"},
+           {"message", {{"text", subject(r) + ": " + fd.message}}},
+           {"locations",
+            {{{"physicalLocation",
+               {{"artifactLocation", {{"uri", r.file}}}, {"region", {{"startLine", std::max(1, fd.line)}}}}}}}}});
+    }
+  }
+  json run = {{"tool", {{"driver", {{"name", "shmguard"},
+                                    {"version", SHMGUARD_VERSION},
+                                    {"informationUri", "https://github.com/shmguard/shmguard"},
+                                    {"rules", rules}}}}},
+              {"results", results}};
+  os << dump({{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"}, {"version", "2.1.0"}, {"runs", {run}}})
+     << "\n";
+}
+
+void render_github(std::ostream& os, const std::vector<Record>& records, const FailOn& f) {
+  for (const auto& r : records) {
+    for (const auto& fd : r.findings) {
+      os << "::" << (f.fails(fd.rule) ? "error" : "warning") << " file=" << gh_property(r.file)
+         << ",line=" << fd.line << ",title=" << gh_property(std::string("shmguard ") + rule_name(fd.rule))
+         << "::" << gh_data(subject(r) + ": " + fd.message) << "\n";
+    }
+  }
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+void render_text(std::ostream& os, const std::vector<Record>& records, const Totals& t, const FailOn& f) {
+  for (const auto& r : records) render_text_record(os, r);
+  for (const auto& s : t.skipped_files) os << s << "\n";
+  os << plural(t.templates, "pod template", "pod templates") << ": " << t.by_rule[idx(Rule::kMissing)]
+     << " would get /dev/shm, " << t.by_rule[idx(Rule::kTooSmall)] << " too small, "
+     << t.by_rule[idx(Rule::kStale)] << " stale, " << plural(t.by_rule[idx(Rule::kWarning)], "warning", "warnings")
+     << "; " << plural(t.failed, "fails", "fail");
+  std::string list;
+  for (Rule r : kRules)
+    if (f.fails(r)) {
+      if (!list.empty()) list += ',';
+      list += rule_name(r);
+    }
+  os << " (--fail-on " << (list.empty() ? "none" : list) << ")\n";
+}
+
+}  // namespace
+
+const char* rule_name(Rule r) {
+  switch (r) {
+    case Rule::kMissing: return "missing";
+    case Rule::kTooSmall: return "too-small";
+    case Rule::kStale: return "stale";
+    case Rule::kWarning: return "warning";
+  }
+  return "?";
+}
+
+const char* rule_description(Rule r) {
+  switch (r) {
+    case Rule::kMissing: return "A training pod template without /dev/shm sizing: shmguard would inject it";
+    case Rule::kTooSmall: return "The pod's own /dev/shm is smaller than its annotations need";
+    case Rule::kStale: return "shmguard's /dev/shm volume has a size its annotations no longer give";
+    case Rule::kWarning: return "A bad or unknown shmguard.io annotation, or another warning";
+  }
+  return "?";
+}
+
+std::optional<FailOn> parse_fail_on(const std::string& text, std::string& err) {
+  FailOn f;
+  for (bool& b : f.rules) b = false;
+  if (text == "none" || text.empty()) return f;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    bool known = false;
+    for (Rule r : kRules) {
+      if (item == rule_name(r)) {
+        f.rules[idx(r)] = true;
+        known = true;
+      }
+    }
+    if (!known) {
+      err = "--fail-on: unknown finding \"" + item + "\" (missing, too-small, stale, warning or none)";
+      return std::nullopt;
+    }
+  }
+  return f;
+}
+
+Record make_record(const manifests::TemplateReport& rep, const FailOn& fail_on) {
+  Record r;
+  r.file = rep.file;
+  r.line = rep.line;
+  r.kind = rep.kind;
+  r.name = rep.name;
+  r.path = rep.path;
+  r.decision = rep.decision_text(false);
+  r.reason = rep.result.reason;
+  const auto& res = rep.result;
+  if (res.sizing) r.size = sizing::format_quantity(res.sizing->bytes);
+  if (res.existing_size) r.existing = sizing::format_quantity(*res.existing_size);
+  for (std::size_t i = 0; i < res.warnings.size(); ++i) {
+    int line = i < rep.warning_lines.size() ? rep.warning_lines[i] : rep.line;
+    r.warnings.emplace_back(line, res.warnings[i]);
+  }
+  if (res.action == inject::Action::kInjected) r.findings.push_back({Rule::kMissing, r.line, r.decision});
+  if (res.too_small) r.findings.push_back({Rule::kTooSmall, r.line, r.decision});
+  if (res.stale) r.findings.push_back({Rule::kStale, r.line, r.decision});
+  for (const auto& [line, msg] : r.warnings) r.findings.push_back({Rule::kWarning, line, msg});
+  for (const auto& f : r.findings) r.failed = r.failed || fail_on.fails(f.rule);
+  return r;
+}
+
+void render_text_record(std::ostream& os, const Record& r) {
+  os << r.file << ":" << r.line << " " << subject(r) << " -> " << r.decision << "\n";
+  for (const auto& [line, msg] : r.warnings) os << r.file << ":" << line << ": warning: " << msg << "\n";
+}
+
+void render(std::ostream& os, Format f, const std::vector<Record>& records, const Totals& totals,
+            const FailOn& fail_on) {
+  switch (f) {
+    case Format::kText: return render_text(os, records, totals, fail_on);
+    case Format::kJson: return render_json(os, records, totals, fail_on);
+    case Format::kJunit: return render_junit(os, records, totals, fail_on);
+    case Format::kSarif: return render_sarif(os, records, fail_on);
+    case Format::kGithub: return render_github(os, records, fail_on);
+  }
+}
+
+}  // namespace shmguard::cli

@@ -1,0 +1,63 @@
+// `shmguard check` findings and their renderers. One list of findings (file, line, rule, message)
+// per pod template; text, json, junit, sarif and github outputs are views over it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "manifests/offline.h"
+
+namespace shmguard::cli {
+
+// The kinds of finding `--fail-on` chooses from. Closed set; strings only at the edges.
+enum class Rule { kMissing, kTooSmall, kStale, kWarning };
+inline constexpr Rule kRules[] = {Rule::kMissing, Rule::kTooSmall, Rule::kStale, Rule::kWarning};
+
+const char* rule_name(Rule r);
+const char* rule_description(Rule r);
+
+struct FailOn {
+  bool rules[4] = {true, true, true, false};  // default: missing,too-small,stale
+  bool fails(Rule r) const { return rules[static_cast<int>(r)]; }
+};
+
+// Parses "missing,too-small,stale,warning" (any subset; "none" for no failures).
+std::optional<FailOn> parse_fail_on(const std::string& text, std::string& err);
+
+struct Finding {
+  Rule rule;
+  int line;
+  std::string message;
+};
+
+// One pod template as `check` reports it.
+struct Record {
+  std::string file;
+  int line = 0;
+  std::string kind, name, path, decision, reason;
+  std::string size;      // what shmguard sets or would set
+  std::string existing;  // the sizeLimit already there, when known
+  std::vector<std::pair<int, std::string>> warnings;  // line, message
+  std::vector<Finding> findings;
+  bool failed = false;
+};
+
+Record make_record(const manifests::TemplateReport& r, const FailOn& fail_on);
+
+struct Totals {
+  std::size_t templates = 0, failed = 0;
+  std::size_t by_rule[4] = {0, 0, 0, 0};
+  std::vector<std::string> skipped_files;  // "file: why" (--skip-invalid)
+};
+
+enum class Format { kText, kJson, kJunit, kSarif, kGithub };
+
+// The one-line text form of a record (also `mutate`'s stderr report).
+void render_text_record(std::ostream& os, const Record& r);
+void render(std::ostream& os, Format f, const std::vector<Record>& records, const Totals& totals,
+            const FailOn& fail_on);
+
+}  // namespace shmguard::cli
