@@ -54,6 +54,6 @@ send "a web server (not a training pod)" \
 say "Server log (one JSON object per line)"
 cat "$work/serve.log"
 say "Metrics (excerpt)"
-curl -sS "http://127.0.0.1:$mport/metrics" | grep -E '^shmguard_(admission_requests_total|certificate_expiry|build_info)'
+curl -sS "http://127.0.0.1:$mport/metrics" | grep -E '^shmguard_(admissions_total|certificate_expiry|build_info)'
 kill -TERM "$pid"
 wait "$pid" && echo "server exited cleanly after SIGTERM"

@@ -134,7 +134,7 @@ def test_many_new_connections(server):
         s.close()
     assert server.post(review(training_pod()))[0] == 200
     deadline = time.time() + 5
-    while time.time() < deadline and server.metric("shmguard_admission_requests_total", '{decision="injected",reason="injected"}') < 1:
+    while time.time() < deadline and server.metric("shmguard_admissions_total", '{decision="injected",reason="injected"}') < 1:
         time.sleep(0.1)
 
 

@@ -88,7 +88,7 @@ def test_bad_requests(server):
     conn.request("GET", "/healthz")
     assert conn.getresponse().read() == b"ok\n"
     metrics = server.metrics()
-    assert 'shmguard_admission_requests_total{decision="rejected",reason="content-type"} 2' in metrics
+    assert 'shmguard_admissions_total{decision="rejected",reason="content-type"} 2' in metrics
     assert 'shmguard_http_responses_total{code="413"} 1' in metrics
 
 
@@ -103,7 +103,7 @@ def test_keep_alive_connection_serves_many(server):
 def test_metrics_content(server):
     admit(server, training_pod())
     m = server.metrics()
-    for name in ["shmguard_admission_requests_total{decision=\"injected\",reason=\"injected\"} 1",
+    for name in ["shmguard_admissions_total{decision=\"injected\",reason=\"injected\"} 1",
                  "shmguard_admission_duration_seconds_bucket", "shmguard_injected_size_bytes_bucket",
                  "shmguard_certificate_expiry_timestamp_seconds", "shmguard_certificate_reloads_total",
                  "shmguard_build_info{version="]:

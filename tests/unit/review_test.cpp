@@ -44,7 +44,7 @@ TEST(Review, V1InjectsWithBase64Patch) {
   auto patch = json::parse(base64_decode(res["response"]["patch"]));
   auto patched = pod.patch(patch);
   EXPECT_EQ(patched["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "8Gi");
-  EXPECT_EQ(out.decision, "injected");
+  EXPECT_EQ(out.decision, admission::Decision::kInjected);
   EXPECT_EQ(out.pod, "train-*");
   EXPECT_EQ(out.namespace_name, "ml");
   EXPECT_EQ(out.size, "8Gi");
@@ -76,7 +76,7 @@ TEST(Review, SkippedPodHasNoPatch) {
   EXPECT_EQ(res["allowed"], true);
   EXPECT_FALSE(res.contains("patch"));
   EXPECT_FALSE(res.contains("patchType"));
-  EXPECT_EQ(out.decision, "skipped");
+  EXPECT_EQ(out.decision, admission::Decision::kSkipped);
 }
 
 TEST(Review, WarningsArePlainText) {
@@ -126,4 +126,27 @@ TEST(Base64, StandardWithPadding) {
   EXPECT_EQ(base64_encode("fo"), "Zm8=");
   EXPECT_EQ(base64_encode("foo"), "Zm9v");
   EXPECT_EQ(base64_encode("\xfb\xff"), "+/8=");
+}
+
+TEST(Review, AuditModeAnswersWithoutAPatch) {
+  config::Config audit;
+  audit.mode = config::Mode::kAudit;
+  auto out = handle_review(review("admission.k8s.io/v1", training_pod()).dump(), audit);
+  ASSERT_EQ(out.http_status, 200);
+  auto res = json::parse(out.body)["response"];
+  EXPECT_EQ(res["allowed"], true);
+  EXPECT_FALSE(res.contains("patch"));
+  EXPECT_FALSE(res.contains("patchType"));
+  EXPECT_EQ(res["warnings"], json::array({"shmguard would inject 8Gi at /dev/shm (audit mode)"}));
+  EXPECT_EQ(out.decision, Decision::kAudit);
+  EXPECT_STREQ(decision_name(out.decision), "audit");
+}
+
+TEST(Review, AuditModeFromTheConfigFile) {
+  auto r = config::parse_config("mode: audit\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.config.mode, config::Mode::kAudit);
+  auto bad = config::parse_config("mode: loud\n");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.error.find("mode: must be enforce or audit"), std::string::npos) << bad.error;
 }

@@ -41,13 +41,25 @@ const Keep kReview{{{"apiVersion", nullptr}, {"kind", nullptr}, {"request", &kRe
 AdmissionOutcome bad_request(std::string msg) {
   AdmissionOutcome o;
   o.http_status = 400;
-  o.decision = "rejected";
+  o.decision = Decision::kRejected;
   o.reason = "bad-request";
   o.body = std::move(msg);
   return o;
 }
 
 }  // namespace
+
+const char* decision_name(Decision d) {
+  switch (d) {
+    case Decision::kInjected: return "injected";
+    case Decision::kUpdated: return "updated";
+    case Decision::kAudit: return "audit";
+    case Decision::kSkipped: return "skipped";
+    case Decision::kError: return "error";
+    case Decision::kRejected: return "rejected";
+  }
+  return "?";
+}
 
 std::string base64_encode(std::string_view in) {
   static constexpr char kAlphabet[] =
@@ -120,10 +132,10 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
     const bool subresource = !str_field(req, "subResource").empty();
     auto obj_it = req.find("object");
     if (!is_pod || !create || subresource) {
-      o.decision = "skipped";
+      o.decision = Decision::kSkipped;
       o.reason = !is_pod ? "not-a-pod" : (!create ? "not-create" : "subresource");
     } else if (obj_it == req.end() || !obj_it->is_object()) {
-      o.decision = "skipped";
+      o.decision = Decision::kSkipped;
       o.reason = "no-object";
       o.warnings.push_back("shmguard: the review carried no pod object; admitted unchanged");
     } else {
@@ -140,18 +152,24 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
       auto r = inject::inject_pod(pod, cfg);
       o.reason = r.reason;
       o.warnings = r.warnings;
-      if (r.mutated()) {
-        o.decision = r.action == inject::Action::kUpdated ? "updated" : "injected";
+      if (r.mutated() && cfg.mode == config::Mode::kAudit) {
+        o.decision = Decision::kAudit;
+        o.size_bytes = r.size();
+        o.size = sizing::format_quantity(r.size());
+        o.warnings.push_back("shmguard would " + std::string(r.action == inject::Action::kUpdated ? "resize /dev/shm to " : "inject ") +
+                             o.size + (r.action == inject::Action::kUpdated ? "" : " at /dev/shm") + " (audit mode)");
+      } else if (r.mutated()) {
+        o.decision = r.action == inject::Action::kUpdated ? Decision::kUpdated : Decision::kInjected;
         o.size_bytes = r.size();
         o.size = sizing::format_quantity(r.size());
         patch_b64 = base64_encode(r.patch.dump());
       } else {
-        o.decision = "skipped";
+        o.decision = Decision::kSkipped;
       }
     }
   } catch (const std::exception& e) {
     // Our trouble must never block a pod: admit unchanged, say so.
-    o.decision = "error";
+    o.decision = Decision::kError;
     o.reason = "internal-error";
     o.error = e.what();
     o.warnings = {"shmguard internal error; pod admitted without /dev/shm sizing"};

@@ -1,5 +1,5 @@
-// AdmissionReview codec and handler: request bytes -> response bytes. No HTTP, no logging:
-// the server turns the returned facts into a log line and metrics.
+// AdmissionReview codec and handler: request body -> response body and the facts the server
+// logs and counts. It knows HTTP status codes for bad bodies, nothing else of HTTP; no logging.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,10 @@
 
 namespace shmguard::admission {
 
+// What the webhook did with a request. Strings only at the edges (logs, metric labels).
+enum class Decision { kInjected, kUpdated, kAudit, kSkipped, kError, kRejected };
+const char* decision_name(Decision d);
+
 // What one admission call produced, for the HTTP layer, the log and the metrics.
 struct AdmissionOutcome {
   int http_status = 200;
@@ -19,12 +23,12 @@ struct AdmissionOutcome {
   std::string uid;
   std::string namespace_name;
   std::string pod;            // name, or generateName + "*" for controller-made pods
-  std::string decision;       // injected, skipped, error, rejected
+  Decision decision = Decision::kSkipped;
   std::string reason;         // engine reason or why the request was not processed
   std::string size;           // injected size, canonical quantity
   std::vector<std::string> warnings;
   std::uint64_t size_bytes = 0;
-  std::string error;          // internal error text, when decision == "error"
+  std::string error;          // internal error text, when decision is kError
 };
 
 inline constexpr std::size_t kMaxJsonDepth = 128;

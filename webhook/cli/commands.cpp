@@ -19,7 +19,9 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/krm_function.h"
 #include "cli/report.h"
+#include "cli/review.h"
 #include "config/config.h"
 #include "inject/recognize.h"
 #include "manifests/offline.h"
@@ -120,7 +122,7 @@ int run_size(const SizeArgs& a) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << sizing::format_quantity(r.bytes) << "\n" << r.explanation << "\n";
-    for (const auto& w : r.warnings) std::cout << "warning: " << w << "\n";
+    for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
   }
   return kExitOk;
 }
@@ -260,7 +262,9 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
   return kExitOk;
 }
 
-int run_mutate(const ManifestArgs& a) {
+int run_mutate(ManifestArgs a) {
+  // With no file, stdin: `helm --post-renderer shmguard --post-renderer-args mutate` as it is.
+  if (a.files.empty()) a.files.push_back("-");
   config::Config cfg;
   std::string err;
   if (!load_config(a.config_file, cfg, err)) return fail(err);
@@ -392,7 +396,10 @@ bool expand_inputs(const std::vector<std::string>& args, std::vector<std::string
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"shmguard: sizes /dev/shm for PyTorch training pods (admission webhook and offline checker)"};
+  // Installed as kubectl-shmguard, the same binary is a kubectl plugin: `kubectl shmguard check`.
+  const std::string self = argc > 0 ? fs::path(argv[0]).filename().string() : "shmguard";
+  CLI::App app{"shmguard: sizes /dev/shm for PyTorch training pods (admission webhook and offline checker)",
+               self == "kubectl-shmguard" ? "kubectl shmguard" : "shmguard"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SHMGUARD_VERSION);
 
@@ -421,13 +428,13 @@ int run(int argc, char** argv) {
   ma.output = "yaml";
   ca.output = "text";
   auto* mutate = app.add_subcommand("mutate", "Print manifests with /dev/shm injected into training pod templates");
-  mutate->add_option("-f,--filename", ma.files, "file, directory or - for stdin (repeatable)")->required();
+  mutate->add_option("-f,--filename,files", ma.files, "file, directory or - for stdin (repeatable; default: stdin)");
   mutate->add_option("-o,--output", ma.output, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
   mutate->add_flag("-i,--in-place", ma.in_place, "rewrite the files that change (atomically); leave the rest untouched");
   mutate->add_option("--exclude", ma.excludes, "skip files whose path or name matches this glob (repeatable)");
   mutate->add_option("--config", ma.config_file, "YAML config file");
   auto* check = app.add_subcommand("check", "Exit 1 if a training pod template lacks the /dev/shm it needs");
-  check->add_option("-f,--filename", ca.files, "file, directory or - for stdin (repeatable)")->required();
+  check->add_option("-f,--filename,files", ca.files, "file, directory or - for stdin (repeatable)")->required();
   check->add_option("-o,--output", ca.output, "text, json, junit, sarif or github")
       ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}));
   check->add_option("--fail-on", ca.fail_on, "findings that fail the run: missing,too-small,stale,warning or none")
@@ -438,14 +445,27 @@ int run(int argc, char** argv) {
 
   SizeArgs sa;
   auto* size = app.add_subcommand("size", "Compute the /dev/shm size for DataLoader parameters");
-  size->add_option("--batch-size", sa.batch, "samples per batch, per process")->required();
-  size->add_option("--num-workers", sa.workers, "DataLoader num_workers, per process")->required();
-  size->add_option("--sample-size", sa.sample, "bytes per sample (a quantity, e.g. 588Ki)")->required();
-  size->add_option("--prefetch-factor", sa.prefetch, "DataLoader prefetch_factor (default from config)");
-  size->add_option("--procs-per-pod", sa.procs, "processes with their own DataLoader");
-  size->add_option("--memory-limit", sa.memory_limit, "the pod's memory limit (warns when exceeded)");
+  size->add_option("--batch-size", sa.batch, "samples per batch, per process")->required()->type_name("UINT");
+  size->add_option("--num-workers", sa.workers, "DataLoader num_workers, per process")->required()->type_name("UINT");
+  size->add_option("--sample-size", sa.sample, "bytes per sample (a quantity, e.g. 588Ki)")->required()->type_name("QUANTITY");
+  size->add_option("--prefetch-factor", sa.prefetch, "DataLoader prefetch_factor (default from config)")->type_name("UINT");
+  size->add_option("--procs-per-pod", sa.procs, "processes with their own DataLoader")->type_name("UINT");
+  size->add_option("--memory-limit", sa.memory_limit, "the pod's memory limit (warns when exceeded)")->type_name("QUANTITY");
   size->add_option("-o,--output", sa.output, "text or json")->check(CLI::IsMember({"text", "json"}));
   size->add_option("--config", sa.config_file, "YAML config file");
+
+  ReviewArgs ra;
+  auto* review = app.add_subcommand("review", "Ask a running webhook what it does with each pod template of some manifests");
+  review->add_option("--server", ra.server, "webhook URL, https://host:port[/path] (path default /mutate)")->required();
+  review->add_option("--ca", ra.ca_file, "PEM CA the serving certificate must chain to")->required()->check(CLI::ExistingFile);
+  review->add_option("--server-name", ra.server_name, "name the certificate must be valid for (default: the URL's host)");
+  review->add_option("-f,--filename", ra.files, "file, directory or - for stdin (repeatable)")->required();
+  review->add_option("-o,--output", ra.output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  review->add_option("--timeout", ra.timeout_s, "seconds to connect, send and read")->capture_default_str();
+
+  std::string fn_config;
+  auto* fn = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
+  fn->add_option("--config", fn_config, "YAML config file");
 
   auto* version = app.add_subcommand("version", "Print the version");
 
@@ -461,6 +481,19 @@ int run(int argc, char** argv) {
       return kExitOk;
     }
     if (*size) return run_size(sa);
+    if (*review) {
+      std::vector<std::string> files;
+      std::string err;
+      if (!expand_inputs(ra.files, files, err)) return fail(err);
+      ra.files = files;
+      return run_review(ra);
+    }
+    if (*fn) {
+      config::Config cfg;
+      std::string err;
+      if (!load_config(fn_config, cfg, err)) return fail(err);
+      return run_krm_function(std::cin, std::cout, std::cerr, cfg);
+    }
     if (*mutate) return run_mutate(ma);
     if (*check) return run_check(ca);
     if (*serve) return run_serve(so, log_level, shutdown_delay);

@@ -141,7 +141,12 @@ ConfigResult parse_config(std::string_view yaml_text) {
       r.config = c;
       return r;
     }
-    check_keys(root, "", {"sizing", "selection"});
+    check_keys(root, "", {"mode", "sizing", "selection"});
+    if (Node m = get(root, "mode"); m && !m->is_null()) {
+      const std::string v = scalar(m, "mode");
+      if (v != "enforce" && v != "audit") throw Err{"mode: must be enforce or audit, got \"" + v + "\"" + where(m)};
+      c.mode = v == "audit" ? Mode::kAudit : Mode::kEnforce;
+    }
     if (Node s = get(root, "sizing"); s && !s->is_null()) {
       check_keys(s, "sizing",
                  {"prefetchFactor", "headroom", "base", "ncclPerProcess", "min", "max", "default"});

@@ -32,7 +32,11 @@ struct SelectionConfig {
   bool inject_ephemeral_containers = false;
 };
 
+// enforce: patch training pods. audit: never patch; answer with what would be injected.
+enum class Mode { kEnforce, kAudit };
+
 struct Config {
+  Mode mode = Mode::kEnforce;
   SizingConfig sizing;
   SelectionConfig selection;
 };

@@ -29,6 +29,8 @@ struct TemplateReport {
   inject::InjectResult result;
   std::vector<int> warning_lines;  // per warning: the line of the annotation it is about, else `line`
   std::string rewritten;           // why the document was re-emitted instead of edited in place
+  std::string namespace_name;      // metadata.namespace of the resource that owns the template
+  nlohmann::json object;           // the template itself, with keep_objects() only
 
   // "would inject 12Gi", "ok", "too small: has 1Gi, needs 12Gi", "skipped: ..."
   std::string decision_text(bool mutate_wording) const;
@@ -53,6 +55,8 @@ class OfflineRunner {
   // sink they are kept and returned by reports().
   void set_report_sink(std::function<void(const TemplateReport&)> sink) { sink_ = std::move(sink); }
   const std::vector<TemplateReport>& reports() const { return reports_; }
+  // Reports carry a copy of their template (for `shmguard review`, which sends it to a webhook).
+  void keep_objects() { keep_objects_ = true; }
 
  private:
   void write_json_document(const std::string& text);
@@ -73,6 +77,7 @@ class OfflineRunner {
   YamlDocument check_doc_;   // an edited document read back
   std::size_t node_budget_ = 0;
   bool wrote_any_ = false;
+  bool keep_objects_ = false;
   std::string held_;                        // a file's last document, without a final newline
   std::optional<std::string> held_fixed_;   // the same, safe to follow with a newline
   std::string first_json_;   // held back until we know whether to wrap in a List

@@ -27,6 +27,7 @@ bool is_pod_template(const json& o) {
 struct Owner {
   std::string kind;
   std::string name;
+  std::string namespace_name;
   bool training = false;
 };
 
@@ -40,13 +41,16 @@ void walk(const json& node, const std::string& pointer, const std::string& path,
       owner.kind = kind;
       owner.training = is_training_kind(str(node, "apiVersion"), kind);
       owner.name.clear();
+      owner.namespace_name.clear();
       if (auto md = node.find("metadata"); md != node.end()) {
         owner.name = str(*md, "name");
+        owner.namespace_name = str(*md, "namespace");
         if (owner.name.empty() && !str(*md, "generateName").empty()) owner.name = str(*md, "generateName") + "*";
       }
     }
     if (is_pod_template(node)) {
-      out.push_back({pointer, path.empty() ? "(pod)" : path, owner.kind, owner.name, owner.training});
+      out.push_back({pointer, path.empty() ? "(pod)" : path, owner.kind, owner.name, owner.namespace_name,
+                     owner.training});
       return;
     }
     for (const auto& [k, v] : node.items()) {

@@ -12,6 +12,7 @@ struct TemplateRef {
   std::string path;        // human form: "spec.pytorchReplicaSpecs.Worker.template", "(pod)"
   std::string kind;        // kind of the resource that owns it (List items: the item's kind)
   std::string name;        // that resource's metadata.name (or generateName)
+  std::string namespace_name;  // that resource's metadata.namespace
   bool training_kind = false;  // inside a Kubeflow training kind: a training pod by definition
 };
 

@@ -1,6 +1,8 @@
 // JSON-lines logger (see log.h).
 #include "server/log.h"
 
+#include <cctype>
+
 #include <unistd.h>
 
 #include <atomic>
@@ -89,6 +91,7 @@ LogLine::LogLine(Level level, std::string_view msg) {
 }
 
 LogLine& LogLine::str(std::string_view key, std::string_view value) {
+  while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back()))) value.remove_suffix(1);
   text_ += ',';
   append_quoted(text_, key);
   text_ += ':';
@@ -130,7 +133,14 @@ void log(Level level, std::string_view msg, nlohmann::json fields) {
   line["level"] = name(level);
   line["msg"] = msg;
   if (fields.is_object())
-    for (auto& [k, v] : fields.items()) line[k] = std::move(v);
+    for (auto& [k, v] : fields.items()) {
+      // Error texts from libraries often end in a newline; a log line should not.
+      if (v.is_string()) {
+        auto& t = v.get_ref<std::string&>();
+        while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+      }
+      line[k] = std::move(v);
+    }
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   write_line(text);
 }

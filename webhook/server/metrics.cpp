@@ -1,6 +1,8 @@
 // Prometheus text rendering of the webhook's metrics (see metrics.h).
 #include "server/metrics.h"
 
+#include <charconv>
+
 #include <cstdio>
 #include <memory>
 
@@ -8,10 +10,11 @@
 
 namespace shmguard::server {
 namespace {
+// The shortest text that reads back as `v` (le="0.00025", not 0.00025000000000000001).
 std::string num(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
 }
 std::string escape_label(const std::string& v) {
   std::string out;
@@ -64,7 +67,7 @@ void Metrics::admission(const std::string& decision, const std::string& reason, 
     ++requests_[{decision, reason}];
   }
   latency_.observe(seconds);
-  if (decision == "injected" || decision == "updated") size_.observe(static_cast<double>(injected_bytes));
+  if (injected_bytes > 0) size_.observe(static_cast<double>(injected_bytes));
 }
 
 void Metrics::http_response(int status) {
@@ -77,12 +80,12 @@ void Metrics::config_reload(bool ok) { (ok ? config_ok_ : config_failed_).fetch_
 
 std::string Metrics::render() const {
   std::string out;
-  out += "# HELP shmguard_admission_requests_total Admission reviews handled, by decision and reason.\n";
-  out += "# TYPE shmguard_admission_requests_total counter\n";
+  out += "# HELP shmguard_admissions_total Admission reviews handled, by decision and reason.\n";
+  out += "# TYPE shmguard_admissions_total counter\n";
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [k, v] : requests_)
-      out += "shmguard_admission_requests_total{decision=\"" + escape_label(k.first) + "\",reason=\"" +
+      out += "shmguard_admissions_total{decision=\"" + escape_label(k.first) + "\",reason=\"" +
              escape_label(k.second) + "\"} " + std::to_string(v) + "\n";
     out += "# HELP shmguard_http_responses_total HTTP responses on the webhook port, by status code.\n";
     out += "# TYPE shmguard_http_responses_total counter\n";

@@ -125,6 +125,7 @@ bool WebhookServer::start(std::string& err) {
     http_->start();
   }
   https_->start();
+  https_started_ = true;
   reload_thread_ = std::thread([this] { reload_loop(); });
   ready_ = true;
   log(Level::kInfo, "serving",
@@ -198,21 +199,23 @@ void WebhookServer::handle_https(const HttpRequest& req, HttpResponse& res) {
   } else {
     res.body = out.body + "\n";
   }
-  metrics_.admission(out.decision, out.reason, secs, out.size_bytes);
+  using admission::Decision;
+  metrics_.admission(admission::decision_name(out.decision), out.reason, secs,
+                     out.decision == Decision::kInjected || out.decision == Decision::kUpdated ? out.size_bytes : 0);
   metrics_.http_response(out.http_status);
   // Injections are the audit trail (info); the many pods that are not training pods are debug.
-  Level lvl = out.decision == "error"      ? Level::kError
-              : out.decision == "rejected" ? Level::kWarn
-              : out.decision == "injected" || out.decision == "updated" ? Level::kInfo
-                                           : Level::kDebug;
+  Level lvl = out.decision == Decision::kError      ? Level::kError
+              : out.decision == Decision::kRejected ? Level::kWarn
+              : out.decision == Decision::kSkipped  ? Level::kDebug
+                                                    : Level::kInfo;
   if (log_enabled(lvl)) {
     LogLine line(lvl, "admission");
     line.str("uid", out.uid).str("namespace", out.namespace_name).str("pod", out.pod);
-    line.str("decision", out.decision).str("reason", out.reason).num("latency_ms", secs * 1000.0);
+    line.str("decision", admission::decision_name(out.decision)).str("reason", out.reason).num("latency_ms", secs * 1000.0);
     if (!out.size.empty()) line.str("size", out.size);
     if (!out.warnings.empty()) line.list("warnings", out.warnings);
     if (!out.error.empty()) line.str("error", out.error);
-    if (out.decision == "rejected") line.str("error", res.body.substr(0, 200));
+    if (out.decision == Decision::kRejected) line.str("error", res.body.substr(0, 200));
     line.emit();
   }
 }
@@ -266,7 +269,7 @@ void WebhookServer::shutdown() {
     std::lock_guard<std::mutex> lock(stop_mu_);
   }
   stop_cv_.notify_all();
-  if (!https_) return;
+  if (!https_ || !https_started_) return;  // start() failed: nothing to drain, exit at once
   log(Level::kInfo, "shutting down: readiness false, draining", {{"delay_ms", opts_.shutdown_delay_ms}});
   // Keep serving while endpoints controllers notice the readiness change.
   if (opts_.shutdown_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opts_.shutdown_delay_ms));

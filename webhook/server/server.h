@@ -74,6 +74,7 @@ class WebhookServer {
   int metrics_port_ = 0;
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopping_{false};
+  bool https_started_ = false;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
 };

@@ -1,0 +1,162 @@
+// The KRM function behind `shmguard fn` (see krm_function.h).
+#include "cli/krm_function.h"
+
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "manifests/offline.h"
+#include "manifests/yaml_doc.h"
+#include "sizing/quantity.h"
+
+namespace shmguard::cli {
+namespace {
+
+using nlohmann::json;
+using manifests::yaml_string;
+
+std::string str(const json& o, const char* key) {
+  if (!o.is_object()) return {};
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The item a template belongs to: "/items/3/spec/template" -> 3.
+std::optional<std::size_t> item_index(const std::string& pointer) {
+  const std::string prefix = "/items/";
+  if (pointer.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  std::size_t end = pointer.find('/', prefix.size());
+  std::string digits = pointer.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
+  auto n = sizing::parse_count(digits);
+  if (!n) return std::nullopt;
+  return static_cast<std::size_t>(*n);
+}
+
+json result_for(const json& list, const manifests::TemplateReport& r, const std::string& severity,
+                const std::string& message) {
+  json res = {{"message", message}, {"severity", severity}};
+  auto idx = item_index(r.pointer);
+  const json* item = nullptr;
+  if (idx && list.contains("items") && list["items"].is_array() && *idx < list["items"].size())
+    item = &list["items"][*idx];
+  if (item) {
+    json ref = {{"apiVersion", str(*item, "apiVersion")}, {"kind", str(*item, "kind")}};
+    const json md = item->value("metadata", json::object());
+    ref["name"] = str(md, "name");
+    if (!str(md, "namespace").empty()) ref["namespace"] = str(md, "namespace");
+    res["resourceRef"] = ref;
+    const json ann = md.is_object() ? md.value("annotations", json::object()) : json::object();
+    std::string path = str(ann, "internal.config.kubernetes.io/path");
+    if (path.empty()) path = str(ann, "config.kubernetes.io/path");
+    std::string index = str(ann, "internal.config.kubernetes.io/index");
+    if (index.empty()) index = str(ann, "config.kubernetes.io/index");
+    if (!path.empty()) {
+      res["file"] = {{"path", path}};
+      if (auto n = sizing::parse_count(index)) res["file"]["index"] = *n;
+    }
+    std::string field = r.path;
+    if (field.rfind("items[", 0) == 0) {
+      auto close = field.find(']');
+      field = close + 1 < field.size() ? field.substr(close + 2) : std::string();
+    }
+    if (!field.empty()) res["field"] = {{"path", field}};  // a Pod item is the template itself
+  }
+  return res;
+}
+
+std::vector<json> results_for(const json& list, const manifests::TemplateReport& r) {
+  std::vector<json> out;
+  const auto& res = r.result;
+  if (res.mutated()) out.push_back(result_for(list, r, "info", r.decision_text(true)));
+  if (res.too_small) out.push_back(result_for(list, r, "warning", r.decision_text(false)));
+  for (const auto& w : res.warnings) out.push_back(result_for(list, r, "warning", w));
+  return out;
+}
+
+// `results:` as block YAML, appended at the end of a block-style ResourceList.
+void append_yaml(std::string& out, const json& v, int indent, bool in_seq_item) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  bool first = true;
+  for (const auto& [k, x] : v.items()) {
+    out += (first && in_seq_item) ? "" : pad;
+    first = false;
+    out += k;
+    out += ':';
+    if (x.is_object()) {
+      out += '\n';
+      append_yaml(out, x, indent + 2, false);
+    } else {
+      out += ' ';
+      out += x.is_string() ? yaml_string(x.get<std::string>(), false) : x.dump();
+      out += '\n';
+    }
+  }
+}
+
+}  // namespace
+
+int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, const config::Config& cfg) {
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  manifests::YamlDocument doc;
+  manifests::YamlError yerr;
+  if (!manifests::parse_document(text, doc, yerr) || !doc.root) {
+    err << "shmguard fn: <stdin>:" << yerr.line << ": not a ResourceList: "
+        << (yerr.message.empty() ? "empty input" : yerr.message) << "\n";
+    return 1;
+  }
+  auto list = manifests::to_json(doc.root, text.size() * 16 + 4096, yerr);
+  if (!list || !list->is_object() || str(*list, "kind") != "ResourceList" ||
+      str(*list, "apiVersion").rfind("config.kubernetes.io/", 0) != 0) {
+    err << "shmguard fn: stdin is not a config.kubernetes.io/v1 ResourceList\n";
+    return 1;
+  }
+  std::ostringstream mutated;
+  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, mutated);
+  std::istringstream again(text);
+  std::string perr;
+  if (!runner.process("<stdin>", again, perr)) {
+    err << "shmguard fn: " << perr << "\n";
+    return 1;
+  }
+  runner.finish();
+  json results = json::array();
+  if (list->contains("results") && (*list)["results"].is_array()) results = (*list)["results"];
+  const bool had_results = !results.empty() || list->contains("results");
+  for (const auto& r : runner.reports())
+    for (auto& res : results_for(*list, r)) results.push_back(std::move(res));
+
+  std::string body = mutated.str();
+  if (!had_results && !doc.root->flow) {
+    // Block YAML in, block YAML out: the results go after the last key, nothing else moves.
+    if (!body.empty() && body.back() != '\n') body += '\n';
+    if (results.empty()) {
+      body += "results: []\n";
+    } else {
+      body += "results:\n";
+      for (const auto& res : results) {
+        body += "- ";
+        append_yaml(body, res, 2, true);
+      }
+    }
+    out << body;
+    return 0;
+  }
+  // JSON or flow style, or results already there: write the whole list as JSON.
+  manifests::YamlDocument outdoc;
+  if (!manifests::parse_document(body, outdoc, yerr)) {
+    err << "shmguard fn: internal error: " << yerr.message << "\n";
+    return 1;
+  }
+  auto j = manifests::to_json(outdoc.root, body.size() * 16 + 4096, yerr);
+  if (!j) {
+    err << "shmguard fn: internal error: " << yerr.message << "\n";
+    return 1;
+  }
+  (*j)["results"] = results;
+  out << j->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  return 0;
+}
+
+}  // namespace shmguard::cli

@@ -1,0 +1,206 @@
+// `shmguard review` (see review.h).
+#include "cli/review.h"
+
+#include <httplib.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "manifests/offline.h"
+
+namespace shmguard::cli {
+namespace {
+
+using nlohmann::json;
+
+struct Url {
+  std::string host;
+  int port = 443;
+  std::string path = "/mutate";
+};
+
+bool parse_url(const std::string& s, Url& u, std::string& err) {
+  const std::string scheme = "https://";
+  if (s.compare(0, scheme.size(), scheme) != 0) {
+    err = "--server must be an https:// URL, got \"" + s + "\"";
+    return false;
+  }
+  std::string rest = s.substr(scheme.size());
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    if (slash + 1 < rest.size()) u.path = rest.substr(slash);
+    rest = rest.substr(0, slash);
+  }
+  std::string port;
+  if (!rest.empty() && rest.front() == '[') {  // [::1]:8443
+    auto close = rest.find(']');
+    if (close == std::string::npos) {
+      err = "--server: unterminated IPv6 address";
+      return false;
+    }
+    u.host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
+  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    u.host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  } else {
+    u.host = rest;
+  }
+  if (!port.empty()) {
+    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535) {
+      err = "--server: bad port \"" + port + "\"";
+      return false;
+    }
+    u.port = std::stoi(port);
+  }
+  if (u.host.empty()) {
+    err = "--server: no host in \"" + s + "\"";
+    return false;
+  }
+  return true;
+}
+
+// The pod a controller would create from a template, as the API server sends it for admission.
+json pod_for(const manifests::TemplateReport& r) {
+  if (r.path == "(pod)") return r.object;
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"spec", r.object.value("spec", json::object())}};
+  json md = r.object.value("metadata", json::object());
+  if (!md.is_object()) md = json::object();
+  if (!md.contains("name") && !md.contains("generateName")) md["generateName"] = (r.name.empty() ? "pod" : r.name) + "-";
+  pod["metadata"] = md;
+  return pod;
+}
+
+json review_for(const json& pod, const std::string& ns, std::size_t n) {
+  return {{"apiVersion", "admission.k8s.io/v1"},
+          {"kind", "AdmissionReview"},
+          {"request",
+           {{"uid", "shmguard-review-" + std::to_string(n)},
+            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+            {"requestKind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+            {"namespace", ns},
+            {"operation", "CREATE"},
+            {"userInfo", {{"username", "shmguard-review"}}},
+            {"object", pod},
+            {"oldObject", nullptr},
+            {"dryRun", true},
+            {"options", {{"apiVersion", "meta.k8s.io/v1"}, {"kind", "CreateOptions"}}}}}};
+}
+
+std::string base64_decode(const std::string& in) {
+  std::string out;
+  int val = 0, bits = -8;
+  for (unsigned char c : in) {
+    int d;
+    if (c >= 'A' && c <= 'Z') d = c - 'A';
+    else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') d = c - '0' + 52;
+    else if (c == '+') d = 62;
+    else if (c == '/') d = 63;
+    else continue;
+    val = (val << 6) + d;
+    bits += 6;
+    if (bits >= 0) {
+      out += static_cast<char>((val >> bits) & 0xFF);
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+int fail(const std::string& msg) {
+  std::cerr << "shmguard review: " << msg << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int run_review(const ReviewArgs& a) {
+  Url url;
+  std::string err;
+  if (!parse_url(a.server, url, err)) return fail(err);
+  const std::string name = a.server_name.empty() ? url.host : a.server_name;
+
+  config::Config cfg;  // only discovery is used; the webhook decides
+  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, std::cout);
+  runner.keep_objects();
+  for (const auto& f : a.files) {
+    std::string label = f == "-" ? "<stdin>" : f;
+    std::ifstream file;
+    if (f != "-") {
+      file.open(f, std::ios::binary);
+      if (!file) return fail(f + ": cannot open");
+    }
+    if (!runner.process(label, f == "-" ? std::cin : file, err)) return fail(err);
+  }
+  if (runner.reports().empty()) return fail("no pod templates found");
+
+  // Connect to the URL's host but verify the certificate (and send SNI) for `name`: what the API
+  // server does for a Service reference, and what a port-forward to localhost needs.
+  httplib::SSLClient cli(name, url.port);
+  if (name != url.host) cli.set_hostname_addr_map({{name, url.host}});
+  cli.set_ca_cert_path(a.ca_file);
+  cli.enable_server_certificate_verification(true);
+  cli.set_connection_timeout(a.timeout_s, 0);
+  cli.set_read_timeout(a.timeout_s, 0);
+  cli.set_write_timeout(a.timeout_s, 0);
+  cli.set_keep_alive(true);
+  cli.set_tcp_nodelay(true);
+
+  int code = 0;
+  json all = json::array();
+  std::size_t n = 0;
+  for (const auto& r : runner.reports()) {
+    const json pod = pod_for(r);
+    const std::string ns = r.namespace_name.empty() ? "default" : r.namespace_name;
+    auto res = cli.Post(url.path, review_for(pod, ns, ++n).dump(), "application/json");
+    const std::string where = r.file + ":" + std::to_string(r.line) + " " + (r.kind.empty() ? "?" : r.kind) + "/" +
+                              (r.name.empty() ? "?" : r.name) + " " + r.path;
+    if (!res) {
+      std::ostringstream why;
+      why << "cannot reach " << a.server << " (certificate verified for " << name << "): "
+          << httplib::to_string(res.error());
+      if (auto v = cli.get_openssl_verify_result(); v != 0) {
+        why << ": " << X509_verify_cert_error_string(v);
+      } else if (res.error() == httplib::Error::SSLServerVerification) {
+        why << ": the serving certificate is not valid for " << name << " (use --server-name)";
+      }
+      return fail(why.str());
+    }
+    if (res->status != 200) {
+      std::cerr << where << " -> HTTP " << res->status << ": " << res->body << "\n";
+      code = 1;
+      continue;
+    }
+    json body = json::parse(res->body, nullptr, false);
+    const json resp = body.is_object() ? body.value("response", json::object()) : json::object();
+    json patch = resp.contains("patch") ? json::parse(base64_decode(resp["patch"].get<std::string>()), nullptr, false)
+                                        : json(nullptr);
+    const bool allowed = resp.value("allowed", false);
+    const json warnings = resp.value("warnings", json::array());
+    std::string decision = !allowed ? "denied" : "allowed unchanged";
+    if (allowed && patch.is_array()) {
+      decision = "patched";
+      json patched = pod.patch(patch);  // what the API server would store
+      const json vols = patched.contains("spec") ? patched["spec"].value("volumes", json::array()) : json::array();
+      for (const auto& v : vols.is_array() ? vols : json::array())
+        if (v.is_object() && v.value("name", "") == "shmguard-dshm" && v.contains("emptyDir"))
+          decision = "patched: /dev/shm " + v["emptyDir"].value("sizeLimit", std::string("?"));
+    }
+    if (!allowed) code = 1;
+    if (a.output == "json") {
+      all.push_back({{"file", r.file}, {"line", r.line}, {"kind", r.kind}, {"name", r.name}, {"template", r.path},
+                     {"allowed", allowed}, {"decision", decision}, {"warnings", warnings}, {"patch", patch}});
+      continue;
+    }
+    std::cout << where << " -> " << decision << "\n";
+    for (const auto& w : warnings) std::cout << "    warning: " << w.get<std::string>() << "\n";
+    if (patch.is_array()) std::cout << "    patch: " << patch.dump() << "\n";
+  }
+  if (a.output == "json") std::cout << all.dump(2) << "\n";
+  return code;
+}
+
+}  // namespace shmguard::cli
