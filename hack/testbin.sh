@@ -10,10 +10,11 @@ set -euo pipefail
 KUBE_VERSION=v1.31.14   # k8s.io/kubernetes; its ./staging modules are published as v0.31.14
 HELM_VERSION=v3.16.4
 ETCD_VERSION=v3.5.17
+KUSTOMIZE_VERSION=v5.5.0  # standalone: kubectl's embedded kustomize has no --enable-exec
 
 export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 cache=${SHMGUARD_TESTBIN_CACHE:-$HOME/.cache/shmguard-testbin}
-bindir="$cache/bin-kube-$KUBE_VERSION-helm-$HELM_VERSION-etcd-$ETCD_VERSION"
+bindir="$cache/bin-kube-$KUBE_VERSION-helm-$HELM_VERSION-etcd-$ETCD_VERSION-kustomize-$KUSTOMIZE_VERSION"
 mkdir -p "$bindir"
 log() { echo "testbin: $*" >&2; }
 command -v go >/dev/null || { log "go not found (expected at /usr/local/go/bin)"; exit 1; }
@@ -29,6 +30,15 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   mv "$cache/tmp-helm/helm" "$bindir/helm"
   log "helm built in $(elapsed "$t0")"
+}
+
+build_kustomize() {
+  [[ -x "$bindir/kustomize" ]] && return
+  local t0; t0=$(date +%s)
+  log "building kustomize $KUSTOMIZE_VERSION (go install)"
+  GOBIN="$cache/tmp-kustomize" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+  mv "$cache/tmp-kustomize/kustomize" "$bindir/kustomize"
+  log "kustomize built in $(elapsed "$t0")"
 }
 
 # A module that requires k8s.io/kubernetes and points every ./staging replace line of its go.mod
@@ -106,10 +116,11 @@ EOF
 
 what=${1:-all}
 case "$what" in
-  all) build_etcd; build_helm; build_kube ;;
+  all) build_etcd; build_helm; build_kustomize; build_kube ;;
   helm) build_helm ;;
+  kustomize) build_kustomize ;;
   kube) build_kube ;;
   etcd) build_etcd ;;
-  *) log "unknown component $what (all|helm|kube|etcd)"; exit 2 ;;
+  *) log "unknown component $what (all|helm|kustomize|kube|etcd)"; exit 2 ;;
 esac
 echo "$bindir"
