@@ -315,7 +315,9 @@ def test_size_warnings_on_stderr_and_numeric_flag_types():
     r = run("size", "--batch-size", "32", "--num-workers", "4", "--sample-size", "1Mi", "--memory-limit", "512Mi")
     assert r.returncode == 0 and "warning" not in r.stdout and "exceeds the pod memory limit" in r.stderr
     h = run("size", "--help").stdout
-    assert re.search(r"--batch-size UINT", h) and re.search(r"--sample-size QUANTITY", h) and "TEXT" not in h
+    for flag, kind in [("batch-size", "UINT"), ("num-workers", "UINT"), ("prefetch-factor", "UINT"),
+                       ("procs-per-pod", "UINT"), ("sample-size", "QUANTITY"), ("memory-limit", "QUANTITY")]:
+        assert re.search(rf"--{flag} {kind}\b", h), (flag, h)
 
 
 def test_metric_bucket_labels_are_short(server):
