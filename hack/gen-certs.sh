@@ -2,7 +2,8 @@
 # Generates a CA and a serving certificate for local runs and tests.
 # usage: hack/gen-certs.sh OUT_DIR [SERVICE] [NAMESPACE] [DAYS]
 # Writes OUT_DIR/{ca.crt,ca.key,tls.crt,tls.key}; the serving certificate's SANs are the
-# service's DNS names (<svc>, <svc>.<ns>, <svc>.<ns>.svc, <svc>.<ns>.svc.cluster.local).
+# service's DNS names (<svc>, <svc>.<ns>, <svc>.<ns>.svc, <svc>.<ns>.svc.cluster.local), plus
+# EXTRA_SANS (e.g. EXTRA_SANS=IP:127.0.0.1 for a webhook called by URL).
 set -euo pipefail
 out=${1:?usage: gen-certs.sh OUT_DIR [SERVICE] [NAMESPACE] [DAYS]}
 svc=${2:-shmguard}
@@ -22,7 +23,7 @@ distinguished_name = dn
 basicConstraints = critical,CA:FALSE
 keyUsage = critical,digitalSignature,keyEncipherment
 extendedKeyUsage = serverAuth
-subjectAltName = DNS:${svc},DNS:${svc}.${ns},DNS:${svc}.${ns}.svc,DNS:${svc}.${ns}.svc.cluster.local
+subjectAltName = DNS:${svc},DNS:${svc}.${ns},DNS:${svc}.${ns}.svc,DNS:${svc}.${ns}.svc.cluster.local${EXTRA_SANS:+,$EXTRA_SANS}
 CNF
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout tls.key.new -out tls.csr \
   -subj "/CN=${svc}.${ns}.svc" 2>/dev/null

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# A real control plane for the cluster tests: etcd and kube-apiserver (built by hack/testbin.sh)
+# on loopback with generated certificates, RBAC, a kubeconfig for an admin, no controller-manager
+# (so ServiceAccount admission is off) and aggregator routing on (webhook Services resolve to
+# their Endpoints, which the tests write themselves, playing the kubelet's part).
+# usage: hack/cluster.sh up|down|env      CLUSTER_DIR (default /tmp/shmguard-cluster)
+#   up   starts both and waits for /readyz; prints `export KUBECONFIG=...` on stdout
+#   env  prints the exports of a running cluster;  down  stops it and removes CLUSTER_DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${CLUSTER_DIR:-/tmp/shmguard-cluster}
+log() { echo "cluster: $*" >&2; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+certs() {
+  local c=$dir/pki
+  mkdir -p "$c"
+  cd "$c"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt \
+    -days 2 -subj "/CN=shmguard-test-cluster-ca" 2>/dev/null
+  cat >apiserver.cnf <<'CNF'
+[ext]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+CNF
+  printf '[ext]\nbasicConstraints = critical,CA:FALSE\nkeyUsage = critical,digitalSignature\nextendedKeyUsage = clientAuth\n' >client.cnf
+  sign() {  # NAME SUBJECT EXTFILE
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$1.key" -out "$1.csr" \
+      -subj "$2" 2>/dev/null
+    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 2 \
+      -extfile "$3" -extensions ext 2>/dev/null
+    rm -f "$1.csr"
+  }
+  sign apiserver "/CN=kube-apiserver" apiserver.cnf
+  sign admin "/O=system:masters/CN=shmguard-test-admin" client.cnf
+  openssl genrsa -out sa.key 2048 2>/dev/null
+  openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  cd - >/dev/null
+}
+
+wait_for() {  # URL SECONDS CURL-ARGS...
+  local url=$1 deadline=$(($(date +%s) + $2))
+  shift 2
+  until curl -fsS "$@" "$url" >/dev/null 2>&1; do
+    if (($(date +%s) > deadline)); then
+      log "timed out waiting for $url"
+      tail -n 30 "$dir"/*.log >&2 || true
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+print_env() {
+  echo "export KUBECONFIG=$dir/kubeconfig SHMGUARD_TESTBIN=$(cat "$dir/bindir") PATH=$(cat "$dir/bindir"):\$PATH"
+}
+
+up() {
+  [[ -f "$dir/apiserver.pid" ]] && kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null && { print_env; return; }
+  local t0 bindir; t0=$(date +%s)
+  bindir=$("$root/hack/testbin.sh")
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  echo "$bindir" >"$dir/bindir"
+  certs
+  local etcd_port peer_port api_port
+  etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
+  "$bindir/etcd" --name shmguard-test --data-dir "$dir/etcd" --unsafe-no-fsync \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "shmguard-test=http://127.0.0.1:$peer_port" --log-level warn \
+    >"$dir/etcd.log" 2>&1 &
+  echo $! >"$dir/etcd.pid"
+  wait_for "http://127.0.0.1:$etcd_port/health" 30
+  local p=$dir/pki
+  "$bindir/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --endpoint-reconciler-type none \
+    --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
+    --client-ca-file "$p/ca.crt" \
+    --authorization-mode RBAC \
+    --service-cluster-ip-range 10.0.0.0/24 \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+    --disable-admission-plugins ServiceAccount \
+    --enable-aggregator-routing=true \
+    --allow-privileged=true \
+    >"$dir/apiserver.log" 2>&1 &
+  echo $! >"$dir/apiserver.pid"
+  wait_for "https://127.0.0.1:$api_port/readyz" 90 --cacert "$p/ca.crt" --cert "$p/admin.crt" --key "$p/admin.key"
+  cat >"$dir/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: https://127.0.0.1:$api_port
+    certificate-authority: $p/ca.crt
+users:
+- name: admin
+  user:
+    client-certificate: $p/admin.crt
+    client-key: $p/admin.key
+contexts:
+- name: test
+  context: {cluster: test, user: admin}
+current-context: test
+EOF
+  # No controller-manager: namespaces need no finalizing and "default" must exist for kubectl.
+  KUBECONFIG=$dir/kubeconfig "$bindir/kubectl" get namespace default >/dev/null 2>&1 ||
+    KUBECONFIG=$dir/kubeconfig "$bindir/kubectl" create namespace default >/dev/null
+  log "etcd and kube-apiserver $("$bindir/kube-apiserver" --version | awk '{print $2}') ready on 127.0.0.1:$api_port in $(($(date +%s) - t0))s"
+  print_env
+}
+
+down() {
+  local f
+  for f in apiserver etcd; do
+    if [[ -f "$dir/$f.pid" ]]; then
+      kill "$(cat "$dir/$f.pid")" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$(cat "$dir/$f.pid")" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$(cat "$dir/$f.pid")" 2>/dev/null || true
+    fi
+  done
+  rm -rf "$dir"
+  log "down"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  env) print_env ;;
+  *) echo "usage: hack/cluster.sh up|down|env" >&2; exit 2 ;;
+esac
