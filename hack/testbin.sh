@@ -9,12 +9,13 @@ set -euo pipefail
 # The one place where the versions are pinned.
 KUBE_VERSION=v1.31.14   # k8s.io/kubernetes; its ./staging modules are published as v0.31.14
 HELM_VERSION=v3.16.4
+TESTBIN_REVISION=2       # bump when a build recipe below changes
 ETCD_VERSION=v3.5.17
 KUSTOMIZE_VERSION=v5.5.0  # standalone: kubectl's embedded kustomize has no --enable-exec
 
 export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 cache=${SHMGUARD_TESTBIN_CACHE:-$HOME/.cache/shmguard-testbin}
-bindir="$cache/bin-kube-$KUBE_VERSION-helm-$HELM_VERSION-etcd-$ETCD_VERSION-kustomize-$KUSTOMIZE_VERSION"
+bindir="$cache/r$TESTBIN_REVISION-bin-kube-$KUBE_VERSION-helm-$HELM_VERSION-etcd-$ETCD_VERSION-kustomize-$KUSTOMIZE_VERSION"
 mkdir -p "$bindir"
 log() { echo "testbin: $*" >&2; }
 command -v go >/dev/null || { log "go not found (expected at /usr/local/go/bin)"; exit 1; }
@@ -25,9 +26,13 @@ build_helm() {
   [[ -x "$bindir/helm" ]] && return
   local t0; t0=$(date +%s)
   log "building helm $HELM_VERSION (go install, a cold build takes a few minutes)"
-  GOBIN="$cache/tmp-helm" go install \
-    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
-    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  # As Helm's Makefile does: the version, and the Kubernetes version `helm template` assumes
+  # without a cluster (else it is v1.20 and charts with a kubeVersion constraint fail).
+  local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+  local x="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  x+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
+  x+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor"
+  GOBIN="$cache/tmp-helm" go install -ldflags "-s -w $x" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   mv "$cache/tmp-helm/helm" "$bindir/helm"
   log "helm built in $(elapsed "$t0")"
 }

@@ -459,7 +459,10 @@ int run(int argc, char** argv) {
   review->add_option("--server", ra.server, "webhook URL, https://host:port[/path] (path default /mutate)")->required();
   review->add_option("--ca", ra.ca_file, "PEM CA the serving certificate must chain to")->required()->check(CLI::ExistingFile);
   review->add_option("--server-name", ra.server_name, "name the certificate must be valid for (default: the URL's host)");
-  review->add_option("-f,--filename", ra.files, "file, directory or - for stdin (repeatable)")->required();
+  auto* review_files = review->add_option("-f,--filename", ra.files, "file, directory or - for stdin (repeatable)");
+  review->add_flag("--test-pod", ra.test_pod, "review a built-in PyTorch training pod (what `helm test` does)")
+      ->excludes(review_files);
+  review->add_flag("--expect-injected", ra.expect_injected, "exit 1 unless every answer injects /dev/shm");
   review->add_option("-o,--output", ra.output, "text or json")->check(CLI::IsMember({"text", "json"}));
   review->add_option("--timeout", ra.timeout_s, "seconds to connect, send and read")->capture_default_str();
 
@@ -482,6 +485,7 @@ int run(int argc, char** argv) {
     }
     if (*size) return run_size(sa);
     if (*review) {
+      if (ra.files.empty() && !ra.test_pod) return fail("review: give -f FILE or --test-pod");
       std::vector<std::string> files;
       std::string err;
       if (!expand_inputs(ra.files, files, err)) return fail(err);

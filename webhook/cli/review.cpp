@@ -110,6 +110,21 @@ std::string base64_decode(const std::string& in) {
   return out;
 }
 
+// A small DataLoader pod, for `helm test` and smoke tests: what the webhook must inject.
+constexpr const char* kTestPod = R"(apiVersion: v1
+kind: Pod
+metadata:
+  generateName: shmguard-review-
+  annotations:
+    shmguard.io/batch-size: "32"
+    shmguard.io/num-workers: "4"
+    shmguard.io/sample-size: 1Mi
+spec:
+  containers:
+  - name: train
+    image: pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime
+)";
+
 int fail(const std::string& msg) {
   std::cerr << "shmguard review: " << msg << "\n";
   return 2;
@@ -126,6 +141,10 @@ int run_review(const ReviewArgs& a) {
   config::Config cfg;  // only discovery is used; the webhook decides
   manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, std::cout);
   runner.keep_objects();
+  if (a.test_pod) {
+    std::istringstream pod(kTestPod);
+    if (!runner.process("<test-pod>", pod, err)) return fail(err);
+  }
   for (const auto& f : a.files) {
     std::string label = f == "-" ? "<stdin>" : f;
     std::ifstream file;
@@ -190,6 +209,10 @@ int run_review(const ReviewArgs& a) {
           decision = "patched: /dev/shm " + v["emptyDir"].value("sizeLimit", std::string("?"));
     }
     if (!allowed) code = 1;
+    if (a.expect_injected && decision.rfind("patched: /dev/shm", 0) != 0) {
+      std::cerr << where << " -> expected an injected /dev/shm, got: " << decision << "\n";
+      code = 1;
+    }
     if (a.output == "json") {
       all.push_back({{"file", r.file}, {"line", r.line}, {"kind", r.kind}, {"name", r.name}, {"template", r.path},
                      {"allowed", allowed}, {"decision", decision}, {"warnings", warnings}, {"patch", patch}});

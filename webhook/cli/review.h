@@ -15,6 +15,8 @@ struct ReviewArgs {
   std::vector<std::string> files;
   std::string output = "text";  // text or json
   int timeout_s = 10;
+  bool test_pod = false;         // review a built-in PyTorch training pod instead of files
+  bool expect_injected = false;  // exit 1 unless every answer mounts shmguard's /dev/shm
 };
 
 // 0: every template answered; 1: the webhook rejected or failed a review; 2: bad input or no

@@ -47,5 +47,5 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* The shmguard config file, rendered from .Values.config. */}}
 {{- define "shmguard.config" -}}
-{{ toYaml .Values.config }}
+{{ toYaml (merge (dict "mode" .Values.mode) .Values.config) }}
 {{- end -}}
