@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages shmguard needs to build, test, demo or benchmark.
 # usage: hack/deps.sh [build|test|chart|demo|bench|fuzz]...   (installs only what is missing)
 set -euo pipefail
-build=(g++ cmake ninja-build pkg-config libssl-dev nlohmann-json3-dev libyaml-dev libcli11-dev
+build=(g++ cmake ninja-build pkg-config libssl-dev nlohmann-json3-dev libyaml-dev libyaml-cpp-dev libcli11-dev libcpp-httplib-dev
        libgtest-dev libgmock-dev libbenchmark-dev openssl libtcmalloc-minimal4)
 test=(python3 python3-pytest python3-jsonpatch python3-yaml python3-jsonschema python3-torch curl clang libclang-rt-14-dev util-linux)
 chart=(python3 python3-yaml python3-jsonschema)

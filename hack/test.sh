@@ -1,20 +1,83 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing (Debian 12, as root), builds, runs the unit, golden,
-# corpus and end-to-end suites, then the whole suite again under AddressSanitizer + UBSan
-# (leaks included). SHMGUARD_SKIP_SANITIZERS=1 skips the second pass.
+# Runs every test, installing what is missing (Debian 12, as root), in stages that say what runs
+# and how long it took:
+#   deps      Debian packages
+#   testbin   kube-apiserver, etcd, kubectl, helm, kustomize built from Go modules (cached)
+#   build     shmguard (RelWithDebInfo)
+#   tests     unit, golden, corpus and end-to-end suites (real helm/kustomize/kubectl when built)
+#   image     debian:12 base images from Debian's packages, then `docker build` of the Dockerfile
+#   cluster   the real kube-apiserver: webhook by URL, the chart installed, the image as webhook
+#   asan      the unit/golden/e2e suites again under AddressSanitizer + UBSan (leaks included)
+# Without Go or Docker the stages that need them say so and are skipped.
+# SHMGUARD_SKIP_SANITIZERS=1 skips the last stage.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/hack/deps.sh" test
-echo "== build (RelWithDebInfo)"
-"$root/hack/build.sh" "$root/build"
-echo "== tests"
-(cd "$root/build" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
-if [[ "${SHMGUARD_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  echo "== build (AddressSanitizer + UndefinedBehaviorSanitizer)"
-  "$root/hack/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DSHMGUARD_SANITIZE=address,undefined \
-    -DSHMGUARD_BUILD_BENCH=OFF
-  echo "== tests under sanitizers"
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
-  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  (cd "$root/build-asan" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+export PATH=/usr/local/go/bin:$PATH
+t_all=$(date +%s)
+summary=()
+stage() {  # NAME COMMAND...
+  local name=$1 t0 rc=0
+  shift
+  t0=$(date +%s)
+  echo "== stage $name: started $(date -u +%H:%M:%S)"
+  "$@" || rc=$?
+  summary+=("$(printf '%-8s %5ss  %s' "$name" "$(($(date +%s) - t0))" "$([[ $rc == 0 ]] && echo ok || echo "FAILED ($rc)")")")
+  echo "== stage $name: $([[ $rc == 0 ]] && echo ok || echo "FAILED ($rc)") in $(($(date +%s) - t0))s"
+  if [[ $rc != 0 ]]; then
+    printf '%s\n' "${summary[@]}"
+    exit "$rc"
+  fi
+}
+skip() { summary+=("$(printf '%-8s     -   skipped: %s' "$1" "$2")"); echo "== stage $1: skipped: $2"; }
+
+stage deps "$root/hack/deps.sh" test chart
+
+if command -v go >/dev/null; then
+  testbin() { SHMGUARD_TESTBIN=$("$root/hack/testbin.sh"); export SHMGUARD_TESTBIN; }
+  stage testbin testbin
+  export PATH=$SHMGUARD_TESTBIN:$PATH  # helm, kubectl, kustomize for the e2e and chart suites
+else
+  skip testbin "go not found"
 fi
+
+stage build "$root/hack/build.sh" "$root/build"
+run_ctest() { (cd "$1" && ctest --output-on-failure -j "$(nproc)" --timeout "$2"); }
+stage tests run_ctest "$root/build" 600
+
+docker_ok=0
+docker info >/dev/null 2>&1 && docker_ok=1
+if ((docker_ok)); then
+  image() {
+    "$root/hack/base-images.sh"
+    docker build -q -t shmguard:test "$root" >/dev/null
+    echo "image shmguard:test: $(($(docker image inspect -f '{{.Size}}' shmguard:test) / 1024 / 1024)) MiB"
+  }
+  stage image image
+  export SHMGUARD_IMAGE=shmguard:test
+else
+  skip image "no Docker Engine"
+fi
+
+if [[ -n "${SHMGUARD_TESTBIN:-}" ]]; then
+  cluster() {
+    SHMGUARD_BIN="$root/build/shmguard" SHMGUARD_SRC="$root" \
+      /usr/bin/python3 -m pytest -q -p no:cacheprovider -s "$root/tests/cluster"
+  }
+  stage cluster cluster
+else
+  skip cluster "no kube-apiserver (needs Go)"
+fi
+
+if [[ "${SHMGUARD_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  asan() {
+    "$root/hack/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DSHMGUARD_SANITIZE=address,undefined \
+      -DSHMGUARD_BUILD_BENCH=OFF
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_ctest "$root/build-asan" 900
+  }
+  stage asan asan
+else
+  skip asan "SHMGUARD_SKIP_SANITIZERS=1"
+fi
+echo "== all stages passed in $(($(date +%s) - t_all))s"
+printf '%s\n' "${summary[@]}"

@@ -99,7 +99,7 @@ TEST(Config, LoadFileNamesTheFile) {
 }
 
 TEST(Config, HeadroomText) {
-  EXPECT_EQ(headroom_text(1500), "1.5");
-  EXPECT_EQ(headroom_text(2000), "2");
-  EXPECT_EQ(headroom_text(1025), "1.025");
+  EXPECT_EQ(sizing::headroom_text(1500), "1.5");
+  EXPECT_EQ(sizing::headroom_text(2000), "2");
+  EXPECT_EQ(sizing::headroom_text(1025), "1.025");
 }

@@ -29,7 +29,7 @@ std::uint64_t reference(double batch, double workers, double sample, double pref
 }  // namespace
 
 TEST(Formula, DesignTableRowsHitTheMinimum) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   // 64 x 256Ki, 8 workers, prefetch 2: (16+2) x 16Mi = 288Mi; x1.5 + 256Mi = 688Mi -> min 1Gi.
   auto r = compute_size(loader(64, 8, 256 * kKi), cfg);
   EXPECT_EQ(r.source, SizeSource::kFormula);
@@ -39,7 +39,7 @@ TEST(Formula, DesignTableRowsHitTheMinimum) {
 }
 
 TEST(Formula, PrefetchFourAboveMinimum) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   auto in = loader(32, 4, kMi);
   in.prefetch_factor = 4;
   auto r = compute_size(in, cfg);
@@ -49,7 +49,7 @@ TEST(Formula, PrefetchFourAboveMinimum) {
 }
 
 TEST(Formula, SeveralProcessesAddNccl) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   auto in = loader(32, 8, 588 * kKi);
   in.procs = 8;
   auto r = compute_size(in, cfg);
@@ -58,7 +58,7 @@ TEST(Formula, SeveralProcessesAddNccl) {
 }
 
 TEST(Formula, MatchesAnIndependentReferenceToTheMiB) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   for (std::uint64_t batch : {1, 16, 64, 256})
     for (std::uint64_t workers : {0, 1, 4, 16})
       for (std::uint64_t sample : std::initializer_list<std::uint64_t>{1000, 150 * kKi, 3 * kMi})
@@ -76,7 +76,7 @@ TEST(Formula, MatchesAnIndependentReferenceToTheMiB) {
 }
 
 TEST(Formula, ClampsToMaxWithWarning) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   auto r = compute_size(loader(1024, 32, 8 * kMi), cfg);
   EXPECT_EQ(r.bytes, 64 * kGi);
   ASSERT_EQ(r.warnings.size(), 1u);
@@ -84,7 +84,7 @@ TEST(Formula, ClampsToMaxWithWarning) {
 }
 
 TEST(Formula, AbsurdValuesSaturateAtMax) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   auto in = loader(1ULL << 62, 1ULL << 62, 1ULL << 62);
   in.procs = 1ULL << 40;
   auto r = compute_size(in, cfg);
@@ -94,7 +94,7 @@ TEST(Formula, AbsurdValuesSaturateAtMax) {
 }
 
 TEST(Formula, DefaultWithoutAllThreeInputs) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   SizingInput in;
   in.batch_size = 32;
   in.num_workers = 4;  // no sample size
@@ -105,7 +105,7 @@ TEST(Formula, DefaultWithoutAllThreeInputs) {
 }
 
 TEST(Formula, DefaultNeverAboveMemoryLimit) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   SizingInput in;
   in.memory_limit = 3 * kGi;
   auto r = compute_size(in, cfg);
@@ -115,7 +115,7 @@ TEST(Formula, DefaultNeverAboveMemoryLimit) {
 }
 
 TEST(Formula, ExplicitSizeWinsAndClamps) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   auto in = loader(32, 4, kMi);
   in.explicit_size = 16 * kGi;
   auto r = compute_size(in, cfg);
@@ -130,7 +130,7 @@ TEST(Formula, ExplicitSizeWinsAndClamps) {
 }
 
 TEST(Formula, WarnsAboveMemoryLimit) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   auto in = loader(32, 4, kMi);
   in.prefetch_factor = 4;
   in.memory_limit = 512 * kMi;
@@ -141,7 +141,7 @@ TEST(Formula, WarnsAboveMemoryLimit) {
 }
 
 TEST(Formula, ConfigChangesConstants) {
-  config::SizingConfig cfg;
+  sizing::Params cfg;
   cfg.headroom_milli = 2000;
   cfg.base = 0;
   cfg.min = kMi;

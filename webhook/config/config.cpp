@@ -1,7 +1,7 @@
 // YAML config loading and validation (see config.h).
 #include "config/config.h"
 
-#include "manifests/yaml_doc.h"
+#include <yaml-cpp/yaml.h>
 
 #include <fstream>
 #include <set>
@@ -10,30 +10,23 @@
 namespace shmguard::config {
 namespace {
 
-using manifests::YamlNode;
-using Node = const YamlNode*;
-
 struct Err {
   std::string msg;
 };
 
-std::string where(Node n) {
-  if (!n || n->line <= 0) return "";
-  return " (line " + std::to_string(n->line) + ")";
+// " (line N)" from yaml-cpp's 0-based mark.
+std::string where(const YAML::Node& n) {
+  const auto m = n.Mark();
+  if (m.is_null() || m.line < 0) return "";
+  return " (line " + std::to_string(m.line + 1) + ")";
 }
 
-std::string scalar(Node n, const std::string& key) {
-  if (n->kind != YamlNode::Kind::kScalar) throw Err{key + ": expected a scalar" + where(n)};
-  return n->value;
+std::string scalar(const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) throw Err{key + ": expected a scalar" + where(n)};
+  return n.Scalar();
 }
 
-Node get(Node map, const char* key) {
-  for (const auto& [k, v] : map->pairs)
-    if (k->value == key) return v;
-  return nullptr;
-}
-
-std::uint64_t quantity(Node n, const std::string& key) {
+std::uint64_t quantity(const YAML::Node& n, const std::string& key) {
   auto text = scalar(n, key);
   auto q = sizing::parse_quantity(text);
   if (!q.ok) throw Err{key + ": invalid quantity \"" + text + "\": " + q.error + where(n)};
@@ -42,23 +35,22 @@ std::uint64_t quantity(Node n, const std::string& key) {
   return q.bytes;
 }
 
-std::uint64_t positive_int(Node n, const std::string& key) {
+std::uint64_t positive_int(const YAML::Node& n, const std::string& key) {
   auto text = scalar(n, key);
-  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
-    throw Err{key + ": expected a positive integer, got \"" + text + "\"" + where(n)};
-  auto v = std::stoull(text);
-  if (v == 0) throw Err{key + ": must be at least 1" + where(n)};
-  return v;
+  auto v = sizing::parse_count(text);  // the one parser for counts (annotations, flags, config)
+  if (!v) throw Err{key + ": expected a positive integer, got \"" + text + "\"" + where(n)};
+  if (*v == 0) throw Err{key + ": must be at least 1" + where(n)};
+  return *v;
 }
 
-bool boolean(Node n, const std::string& key) {
+bool boolean(const YAML::Node& n, const std::string& key) {
   auto text = scalar(n, key);
   if (text == "true") return true;
   if (text == "false") return false;
   throw Err{key + ": expected true or false, got \"" + text + "\"" + where(n)};
 }
 
-std::uint32_t headroom(Node n, const std::string& key) {
+std::uint32_t headroom(const YAML::Node& n, const std::string& key) {
   // A decimal with at most three fractional digits, 1 <= h <= 100.
   auto text = scalar(n, key);
   std::uint64_t whole = 0;
@@ -88,11 +80,11 @@ std::uint32_t headroom(Node n, const std::string& key) {
   return static_cast<std::uint32_t>(v);
 }
 
-std::vector<std::string> string_list(Node n, const std::string& key) {
-  if (n->is_null()) return {};
-  if (n->kind != YamlNode::Kind::kSequence) throw Err{key + ": expected a list of strings" + where(n)};
+std::vector<std::string> string_list(const YAML::Node& n, const std::string& key) {
+  if (n.IsNull()) return {};
+  if (!n.IsSequence()) throw Err{key + ": expected a list of strings" + where(n)};
   std::vector<std::string> out;
-  for (Node item : n->items) {
+  for (const auto& item : n) {
     auto s = scalar(item, key + "[]");
     if (s.empty()) throw Err{key + ": empty entry" + where(item)};
     out.push_back(s);
@@ -100,86 +92,82 @@ std::vector<std::string> string_list(Node n, const std::string& key) {
   return out;
 }
 
-void check_keys(Node n, const std::string& section, const std::set<std::string>& known) {
-  if (n->kind != YamlNode::Kind::kMap) throw Err{(section.empty() ? "config" : section) + ": expected a mapping" + where(n)};
-  for (const auto& [key, value] : n->pairs) {
-    const std::string& k = key->value;
+// A mapping whose keys are all known; returns it for lookups.
+const YAML::Node& check_keys(const YAML::Node& n, const std::string& section, const std::set<std::string>& known) {
+  if (!n.IsMap()) throw Err{(section.empty() ? "config" : section) + ": expected a mapping" + where(n)};
+  for (const auto& kv : n) {
+    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
     if (!known.count(k)) {
       std::string list;
       for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
-      throw Err{"unknown key \"" + (section.empty() ? k : section + "." + k) + "\"" +
-                where(key) + "; known keys: " + list};
+      throw Err{"unknown key \"" + (section.empty() ? k : section + "." + k) + "\"" + where(kv.first) +
+                "; known keys: " + list};
     }
   }
+  return n;
+}
+
+// The value of `key` in mapping `m`, or an undefined node. (operator[] on a const node never
+// inserts.)
+YAML::Node get(const YAML::Node& m, const char* key) {
+  const YAML::Node v = m[key];
+  return v.IsDefined() && !v.IsNull() ? v : YAML::Node(YAML::NodeType::Undefined);
+}
+
+void read_sizing(const YAML::Node& s, SizingConfig& c) {
+  check_keys(s, "sizing", {"prefetchFactor", "headroom", "base", "ncclPerProcess", "min", "max", "default"});
+  if (auto v = get(s, "prefetchFactor")) c.prefetch_factor = positive_int(v, "sizing.prefetchFactor");
+  if (auto v = get(s, "headroom")) c.headroom_milli = headroom(v, "sizing.headroom");
+  if (auto v = get(s, "base")) c.base = quantity(v, "sizing.base");
+  if (auto v = get(s, "ncclPerProcess")) c.nccl_per_process = quantity(v, "sizing.ncclPerProcess");
+  if (auto v = get(s, "min")) c.min = quantity(v, "sizing.min");
+  if (auto v = get(s, "max")) c.max = quantity(v, "sizing.max");
+  if (auto v = get(s, "default")) c.default_size = quantity(v, "sizing.default");
+}
+
+void read_selection(const YAML::Node& s, SelectionConfig& c) {
+  check_keys(s, "selection", {"labelKeys", "imageGlobs", "injectInitContainers", "injectEphemeralContainers"});
+  if (auto v = get(s, "labelKeys")) c.label_keys = string_list(v, "selection.labelKeys");
+  if (auto v = get(s, "imageGlobs")) c.image_globs = string_list(v, "selection.imageGlobs");
+  if (auto v = get(s, "injectInitContainers")) c.inject_init_containers = boolean(v, "selection.injectInitContainers");
+  if (auto v = get(s, "injectEphemeralContainers"))
+    c.inject_ephemeral_containers = boolean(v, "selection.injectEphemeralContainers");
+}
+
+void validate(const Config& c) {
+  if (c.sizing.min == 0) throw Err{"sizing.min: must be greater than 0"};
+  if (c.sizing.min > c.sizing.max)
+    throw Err{"sizing.min (" + sizing::format_quantity(c.sizing.min) + ") is above sizing.max (" +
+              sizing::format_quantity(c.sizing.max) + ")"};
+  if (c.sizing.default_size < c.sizing.min || c.sizing.default_size > c.sizing.max)
+    throw Err{"sizing.default (" + sizing::format_quantity(c.sizing.default_size) +
+              ") must lie between sizing.min and sizing.max"};
 }
 
 }  // namespace
 
-std::string headroom_text(std::uint32_t headroom_milli) {
-  std::string s = std::to_string(headroom_milli / 1000);
-  std::uint32_t frac = headroom_milli % 1000;
-  if (frac != 0) {
-    std::string f = std::to_string(frac);
-    f = std::string(3 - f.size(), '0') + f;
-    while (!f.empty() && f.back() == '0') f.pop_back();
-    s += "." + f;
-  }
-  return s;
-}
-
 ConfigResult parse_config(std::string_view yaml_text) {
   ConfigResult r;
   try {
-    manifests::YamlDocument doc;
-    manifests::YamlError yerr;
-    if (!manifests::parse_document(std::string(yaml_text), doc, yerr))
-      throw Err{"invalid YAML: " + yerr.message + (yerr.line ? " (line " + std::to_string(yerr.line) + ")" : "")};
-    Node root = doc.root;
+    const YAML::Node root = YAML::Load(std::string(yaml_text));
     Config c;
-    if (!root) {
-      r.ok = true;
-      r.config = c;
-      return r;
+    if (root.IsDefined() && !root.IsNull()) {
+      check_keys(root, "", {"mode", "sizing", "selection"});
+      if (auto m = get(root, "mode")) {
+        const std::string v = scalar(m, "mode");
+        if (v != "enforce" && v != "audit") throw Err{"mode: must be enforce or audit, got \"" + v + "\"" + where(m)};
+        c.mode = v == "audit" ? Mode::kAudit : Mode::kEnforce;
+      }
+      if (auto s = get(root, "sizing")) read_sizing(s, c.sizing);
+      if (auto s = get(root, "selection")) read_selection(s, c.selection);
     }
-    check_keys(root, "", {"mode", "sizing", "selection"});
-    if (Node m = get(root, "mode"); m && !m->is_null()) {
-      const std::string v = scalar(m, "mode");
-      if (v != "enforce" && v != "audit") throw Err{"mode: must be enforce or audit, got \"" + v + "\"" + where(m)};
-      c.mode = v == "audit" ? Mode::kAudit : Mode::kEnforce;
-    }
-    if (Node s = get(root, "sizing"); s && !s->is_null()) {
-      check_keys(s, "sizing",
-                 {"prefetchFactor", "headroom", "base", "ncclPerProcess", "min", "max", "default"});
-      if (Node v = get(s, "prefetchFactor")) c.sizing.prefetch_factor = positive_int(v, "sizing.prefetchFactor");
-      if (Node v = get(s, "headroom")) c.sizing.headroom_milli = headroom(v, "sizing.headroom");
-      if (Node v = get(s, "base")) c.sizing.base = quantity(v, "sizing.base");
-      if (Node v = get(s, "ncclPerProcess")) c.sizing.nccl_per_process = quantity(v, "sizing.ncclPerProcess");
-      if (Node v = get(s, "min")) c.sizing.min = quantity(v, "sizing.min");
-      if (Node v = get(s, "max")) c.sizing.max = quantity(v, "sizing.max");
-      if (Node v = get(s, "default")) c.sizing.default_size = quantity(v, "sizing.default");
-    }
-    if (Node s = get(root, "selection"); s && !s->is_null()) {
-      check_keys(s, "selection",
-                 {"labelKeys", "imageGlobs", "injectInitContainers", "injectEphemeralContainers"});
-      if (Node v = get(s, "labelKeys")) c.selection.label_keys = string_list(v, "selection.labelKeys");
-      if (Node v = get(s, "imageGlobs")) c.selection.image_globs = string_list(v, "selection.imageGlobs");
-      if (Node v = get(s, "injectInitContainers"))
-        c.selection.inject_init_containers = boolean(v, "selection.injectInitContainers");
-      if (Node v = get(s, "injectEphemeralContainers"))
-        c.selection.inject_ephemeral_containers =
-            boolean(v, "selection.injectEphemeralContainers");
-    }
-    if (c.sizing.min == 0) throw Err{"sizing.min: must be greater than 0"};
-    if (c.sizing.min > c.sizing.max)
-      throw Err{"sizing.min (" + sizing::format_quantity(c.sizing.min) + ") is above sizing.max (" +
-                sizing::format_quantity(c.sizing.max) + ")"};
-    if (c.sizing.default_size < c.sizing.min || c.sizing.default_size > c.sizing.max)
-      throw Err{"sizing.default (" + sizing::format_quantity(c.sizing.default_size) +
-                ") must lie between sizing.min and sizing.max"};
+    validate(c);
     r.ok = true;
     r.config = std::move(c);
   } catch (const Err& e) {
     r.error = e.msg;
+  } catch (const YAML::Exception& e) {
+    r.error = "invalid YAML: " + e.msg + (e.mark.is_null() ? "" : " (line " + std::to_string(e.mark.line + 1) + ")");
   } catch (const std::exception& e) {
     r.error = std::string("invalid config: ") + e.what();
   }

@@ -1,4 +1,5 @@
-// shmguard configuration: an immutable struct with DESIGN.md's defaults, loaded from YAML once.
+// shmguard configuration: an immutable struct with README's defaults, read from a YAML file with
+// yaml-cpp (the server re-reads it when the file changes and swaps in a new one).
 #pragma once
 
 #include <cstdint>
@@ -6,19 +7,11 @@
 #include <string_view>
 #include <vector>
 
-#include "sizing/quantity.h"
+#include "sizing/formula.h"
 
 namespace shmguard::config {
 
-struct SizingConfig {
-  std::uint64_t prefetch_factor = 2;
-  std::uint32_t headroom_milli = 1500;  // headroom x1000, kept integral so sizes are exact
-  std::uint64_t base = 256 * sizing::kMi;
-  std::uint64_t nccl_per_process = 64 * sizing::kMi;
-  std::uint64_t min = 1 * sizing::kGi;
-  std::uint64_t max = 64 * sizing::kGi;
-  std::uint64_t default_size = 8 * sizing::kGi;
-};
+using SizingConfig = sizing::Params;
 
 struct SelectionConfig {
   std::vector<std::string> label_keys{
@@ -47,14 +40,11 @@ struct ConfigResult {
   std::string error;
 };
 
-// Parses and validates a YAML config document. Unknown keys, wrong types and
-// inconsistent bounds are errors that name the key. An empty document gives the defaults.
+// Parses and validates a YAML config document. Unknown keys, wrong types and inconsistent
+// bounds are errors that name the key and its line. An empty document gives the defaults.
 ConfigResult parse_config(std::string_view yaml_text);
 
 // Reads and parses a config file; the error names the file.
 ConfigResult load_config_file(const std::string& path);
-
-// The headroom as a decimal ("1.5"), for explanations.
-std::string headroom_text(std::uint32_t headroom_milli);
 
 }  // namespace shmguard::config

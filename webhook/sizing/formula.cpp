@@ -20,7 +20,19 @@ std::string plural(std::uint64_t n, const char* word) {
 
 }  // namespace
 
-SizingResult compute_size(const SizingInput& in, const config::SizingConfig& cfg) {
+std::string headroom_text(std::uint32_t headroom_milli) {
+  std::string s = std::to_string(headroom_milli / 1000);
+  std::uint32_t frac = headroom_milli % 1000;
+  if (frac != 0) {
+    std::string f = std::to_string(frac);
+    f = std::string(3 - f.size(), '0') + f;
+    while (!f.empty() && f.back() == '0') f.pop_back();
+    s += "." + f;
+  }
+  return s;
+}
+
+SizingResult compute_size(const SizingInput& in, const Params& cfg) {
   SizingResult r;
   if (in.explicit_size) {
     r.source = SizeSource::kExplicit;
@@ -55,7 +67,7 @@ SizingResult compute_size(const SizingInput& in, const config::SizingConfig& cfg
                     " workers x prefetch " + std::to_string(prefetch) + " + 2) x " +
                     format_human(batch) + " = " + format_human(loader) + "; need " +
                     plural(procs, "proc") + (in.procs_from_gpus ? " (GPUs)" : "") + " x " +
-                    format_human(loader) + " x " + config::headroom_text(cfg.headroom_milli);
+                    format_human(loader) + " x " + headroom_text(cfg.headroom_milli);
     if (nccl) e += " + nccl " + std::to_string(procs) + " x " + format_human(cfg.nccl_per_process);
     e += " + base " + format_human(cfg.base) + " = " + format_human(need);
     if (s.overflow) {

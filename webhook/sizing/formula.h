@@ -6,9 +6,23 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
+#include "sizing/quantity.h"
 
 namespace shmguard::sizing {
+
+// The formula's parameters (README "How the size is computed"); the config file sets them.
+struct Params {
+  std::uint64_t prefetch_factor = 2;
+  std::uint32_t headroom_milli = 1500;  // headroom x1000, kept integral so sizes are exact
+  std::uint64_t base = 256 * kMi;
+  std::uint64_t nccl_per_process = 64 * kMi;
+  std::uint64_t min = 1 * kGi;
+  std::uint64_t max = 64 * kGi;
+  std::uint64_t default_size = 8 * kGi;
+};
+
+// The headroom as a decimal ("1.5"), for explanations.
+std::string headroom_text(std::uint32_t headroom_milli);
 
 struct SizingInput {
   std::optional<std::uint64_t> batch_size;
@@ -38,6 +52,6 @@ struct SizingResult {
 // True when the three annotations that drive the formula are all present.
 bool has_formula_inputs(const SizingInput& in);
 
-SizingResult compute_size(const SizingInput& in, const config::SizingConfig& cfg);
+SizingResult compute_size(const SizingInput& in, const Params& cfg);
 
 }  // namespace shmguard::sizing

@@ -1,0 +1,65 @@
+// Surgical edits: new lines follow the document's own layout; unsupported shapes say why.
+#include "manifests/surgical.h"
+
+#include <gtest/gtest.h>
+
+using namespace shmguard::manifests;
+using nlohmann::json;
+
+namespace {
+
+std::string edit(const std::string& text, const std::string& pointer, const json& ops, std::string* why = nullptr) {
+  YamlDocument doc;
+  YamlError err;
+  EXPECT_TRUE(parse_document(text, doc, err)) << err.message;
+  auto r = edit_in_place(text, doc, {{pointer, &ops}});
+  if (why) *why = r.why_not;
+  return r.ok ? r.text : "";
+}
+
+const json kMount = {{"name", "shmguard-dshm"}, {"mountPath", "/dev/shm"}};
+
+}  // namespace
+
+TEST(Surgical, AppendsToIndentlessAndIndentedSequences) {
+  json ops = json::array({{{"op", "add"}, {"path", "/spec/containers/0/volumeMounts/-"}, {"value", kMount}}});
+  EXPECT_EQ(edit("spec:\n  containers:\n  - name: a\n    volumeMounts:\n    - name: x  # keep\n      mountPath: /x\n", "", ops),
+            "spec:\n  containers:\n  - name: a\n    volumeMounts:\n    - name: x  # keep\n      mountPath: /x\n"
+            "    - name: shmguard-dshm\n      mountPath: /dev/shm\n");
+  EXPECT_EQ(edit("spec:\n    containers:\n        -   name: a\n            volumeMounts:\n                -   name: x\n", "", ops),
+            "spec:\n    containers:\n        -   name: a\n            volumeMounts:\n                -   name: x\n"
+            "                -   name: shmguard-dshm\n                    mountPath: /dev/shm\n");
+}
+
+TEST(Surgical, FlowCollectionsGetFlowItems) {
+  json ops = json::array({{{"op", "add"}, {"path", "/spec/volumes/-"},
+                           {"value", {{"name", "v"}, {"emptyDir", {{"medium", "Memory"}}}}}}});
+  EXPECT_EQ(edit("spec: {volumes: [{name: a}]}\n", "", ops),
+            "spec: {volumes: [{name: a}, {name: v, emptyDir: {medium: Memory}}]}\n");
+  EXPECT_EQ(edit("spec:\n  volumes: []\n", "", ops), "spec:\n  volumes: [{name: v, emptyDir: {medium: Memory}}]\n");
+}
+
+TEST(Surgical, NullValueBecomesABlockBelowItsKey) {
+  json ops = json::array({{{"op", "replace"}, {"path", "/spec/volumes"}, {"value", json::array({{{"name", "v"}}})}}});
+  EXPECT_EQ(edit("spec:\n  volumes: ~  # none\n  x: 1\n", "", ops), "spec:\n  volumes:  # none\n    - name: v\n  x: 1\n");  // no sequence to copy: step-indented
+}
+
+TEST(Surgical, JsonStaysJsonWithItsIndentation) {
+  json ops = json::array({{{"op", "add"}, {"path", "/metadata/annotations"}, {"value", {{"a", "1"}}}}});
+  EXPECT_EQ(edit("{\n    \"metadata\": {\n        \"name\": \"p\"\n    }\n}\n", "", ops),
+            "{\n    \"metadata\": {\n        \"name\": \"p\",\n        \"annotations\": {\n            \"a\": \"1\"\n"
+            "        }\n    }\n}\n");
+}
+
+TEST(Surgical, CrlfDocumentsGetCrlfLines) {
+  json ops = json::array({{{"op", "add"}, {"path", "/metadata/annotations/b"}, {"value", "2"}}});
+  EXPECT_EQ(edit("metadata:\r\n  annotations:\r\n    a: \"1\"\r\n", "", ops),
+            "metadata:\r\n  annotations:\r\n    a: \"1\"\r\n    b: \"2\"\r\n");
+}
+
+TEST(Surgical, TemplatesReachedThroughAnAliasAreRefused) {
+  json ops = json::array({{{"op", "add"}, {"path", "/metadata/annotations/b"}, {"value", "2"}}});
+  std::string why;
+  EXPECT_EQ(edit("a: &t\n  metadata:\n    annotations: {a: b}\nb: *t\n", "/b", ops, &why), "");
+  EXPECT_NE(why.find("anchor or alias"), std::string::npos) << why;
+}
