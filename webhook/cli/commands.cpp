@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/krm_function.h"
+#include "cli/observe.h"
 #include "cli/report.h"
 #include "cli/review.h"
 #include "config/config.h"
@@ -466,6 +467,21 @@ int run(int argc, char** argv) {
   review->add_option("-o,--output", ra.output, "text or json")->check(CLI::IsMember({"text", "json"}));
   review->add_option("--timeout", ra.timeout_s, "seconds to connect, send and read")->capture_default_str();
 
+  ObserveArgs oa;
+  auto* observe = app.add_subcommand("observe", "Run a command and measure the /dev/shm it uses; say how to annotate it");
+  observe->add_option("--shm-size", oa.shm_size, "run in a private tmpfs of this size at /dev/shm (root)")
+      ->type_name("QUANTITY");
+  observe->add_option("--interval-ms", oa.interval_ms, "sampling interval: shorter catches shorter peaks")
+      ->capture_default_str();
+  observe->add_option("-o,--output", oa.output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  observe->add_option("--report", oa.report_file, "write the report to this file (stdout stays the command's)");
+  observe->add_option("--batch-size", oa.batch, "the job's batch size: infer the sample size")->type_name("UINT");
+  observe->add_option("--num-workers", oa.workers, "the job's DataLoader num_workers")->type_name("UINT");
+  observe->add_option("--prefetch-factor", oa.prefetch, "the job's prefetch_factor (default from config)")->type_name("UINT");
+  observe->add_option("--procs-per-pod", oa.procs, "processes with their own DataLoader")->type_name("UINT");
+  observe->add_option("--config", oa.config_file, "YAML config file (headroom, min)");
+  observe->add_option("command", oa.command, "the command to run, after --")->required();
+
   std::string fn_config;
   auto* fn = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
   fn->add_option("--config", fn_config, "YAML config file");
@@ -484,6 +500,7 @@ int run(int argc, char** argv) {
       return kExitOk;
     }
     if (*size) return run_size(sa);
+    if (*observe) return run_observe(oa);
     if (*review) {
       if (ra.files.empty() && !ra.test_pod) return fail("review: give -f FILE or --test-pod");
       std::vector<std::string> files;

@@ -1,0 +1,93 @@
+"""`shmguard observe` with the real PyTorch DataLoader workload of the proof: the peak it reports
+matches (W*P+1) x batch within 2%, the sample size it infers matches the real one within 2%, the
+recommended size lets the workload finish, and 64 MiB ends in a reported bus error. Plus exit
+status passthrough, stdout untouched, a missing command, and --shm-size without root."""
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN
+
+HERE = Path(__file__).resolve().parent
+WORKLOAD = HERE / "dataloader_workload.py"
+PYTHON = "/usr/bin/python3"
+MI = 1 << 20
+
+
+def run(*args, timeout=300, **kw):
+    return subprocess.run([BIN, "observe", *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def torch_ok():
+    if os.geteuid() != 0:
+        return "needs root for --shm-size"
+    if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
+        return "python3-torch is not installed"
+    return None
+
+
+TORCH = torch_ok()
+
+# (batch, workers, sample bytes, prefetch): the consumer is slower than the workers, so every
+# prefetch slot fills.
+CONFIGS = [(64, 8, 256 * 1024, 2), (32, 4, 1 * MI, 2), (128, 3, 64 * 1024, 3)]  # all above 64 MiB
+
+
+def workload(batch, workers, sample, prefetch):
+    return [PYTHON, str(WORKLOAD), "--batch-size", str(batch), "--num-workers", str(workers), "--sample-size",
+            str(sample), "--prefetch-factor", str(prefetch), "--steps", "16", "--step-seconds", "0.25"]
+
+
+@pytest.mark.skipif(TORCH is not None, reason=TORCH or "")
+@pytest.mark.parametrize("batch,workers,sample,prefetch", CONFIGS, ids=lambda v: str(v))
+def test_peak_and_sample_size_of_a_real_dataloader(batch, workers, sample, prefetch, tmp_path):
+    report = tmp_path / "report.json"
+    r = run("--shm-size", "4Gi", "-o", "json", "--report", str(report), "--batch-size", str(batch), "--num-workers",
+            str(workers), "--prefetch-factor", str(prefetch), "--", *workload(batch, workers, sample, prefetch))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert '"peak_shm_bytes"' in r.stdout, "the command's stdout is passed through untouched"
+    rep = json.loads(report.read_text())
+    expected = (workers * prefetch + 1) * batch * sample
+    assert abs(rep["peakBytes"] - expected) / expected < 0.02, (rep["peakBytes"], expected)
+    assert abs(rep["sampleSizeBytes"] - sample) / sample < 0.02, (rep["sampleSizeBytes"], sample)
+    assert "shmguard.io/sample-size:" in rep["annotations"] and f'shmguard.io/batch-size: "{batch}"' in rep["annotations"]
+    print(f"\nobserve b{batch} w{workers} p{prefetch} {sample}B: peak {rep['peakBytes'] / MI:.1f} MiB "
+          f"(expected {expected / MI:.1f}), sample {rep['sampleSizeBytes']} B, size {rep['recommendedSize']}")
+
+    # The recommended size is enough ...
+    ok = run("--shm-size", rep["recommendedSize"], "--", *workload(batch, workers, sample, prefetch))
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    # ... and a pod's default 64 MiB is not: observe says so.
+    bad = run("--shm-size", "64Mi", "--", *workload(batch, workers, sample, prefetch))
+    assert bad.returncode != 0
+    assert "/dev/shm was too small" in bad.stderr and "larger --shm-size" in bad.stderr, bad.stderr[-2000:]
+    assert "of the 64.0 MiB available" in bad.stderr
+
+
+def test_exit_status_and_stdout_pass_through():
+    r = run("--", "sh", "-c", "printf 'data\\n'; exit 3")
+    assert r.returncode == 3 and r.stdout == "data\n"
+    assert "shmguard observe: /dev/shm peak" in r.stderr
+    r = run("--", "sh", "-c", "exit 0")
+    assert r.returncode == 0
+    r = run("--", "sh", "-c", "kill -TERM $$")
+    assert r.returncode == 128 + 15 and "killed by signal 15" in r.stderr
+    r = run("-o", "json", "--", "sh", "-c", "kill -BUS $$")
+    rep = json.loads(r.stdout)
+    assert r.returncode == 128 + 7 and rep["busError"] is True and rep["signal"] == 7
+
+
+def test_missing_command_is_127():
+    r = run("--", "/nonexistent/train.py")
+    assert r.returncode == 127 and "/nonexistent/train.py: No such file or directory" in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to drop to another user")
+def test_shm_size_without_root_is_a_clear_error():
+    r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", BIN, "observe",
+                        "--shm-size", "1Gi", "--", "true"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--shm-size needs root" in r.stderr, r.stderr

@@ -1,0 +1,301 @@
+// `shmguard observe` (see observe.h).
+#include "cli/observe.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sizing/quantity.h"
+
+namespace shmguard::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kShm = "/dev/shm";
+
+std::uint64_t shm_used(std::uint64_t* total = nullptr) {
+  struct statvfs st{};
+  if (::statvfs(kShm, &st) != 0) return 0;
+  if (total) *total = static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize;
+  return static_cast<std::uint64_t>(st.f_blocks - st.f_bfree) * st.f_frsize;
+}
+
+int fail(const std::string& msg) {
+  std::cerr << "shmguard observe: " << msg << "\n";
+  return 2;
+}
+
+// A private mount namespace with a fresh tmpfs at /dev/shm: what a pod with that sizeLimit (or
+// `docker run --shm-size`) gives its processes. The command inherits it; so does the sampler.
+bool private_shm(std::uint64_t bytes, std::string& err) {
+  if (::geteuid() != 0) {
+    err = "--shm-size needs root: it mounts a private tmpfs at /dev/shm in a new mount namespace "
+          "(run as root, or without --shm-size to measure the current /dev/shm)";
+    return false;
+  }
+  if (::unshare(CLONE_NEWNS) != 0) {
+    err = std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno);
+    return false;
+  }
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    err = std::string("making mounts private: ") + std::strerror(errno);
+    return false;
+  }
+  const std::string opts = "size=" + std::to_string(bytes) + ",mode=1777";
+  if (::mount("tmpfs", kShm, "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
+    err = std::string("mounting a tmpfs at /dev/shm: ") + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+struct Child {
+  pid_t pid = -1;
+  int err_fd = -1;  // the command's stderr, passed through and watched for PyTorch's message
+};
+
+// Starts the command with stdin and stdout inherited and stderr through a pipe. Returns the exec
+// error (errno) of a command that could not start, 0 when it runs.
+int spawn(const std::vector<std::string>& cmd, Child& c) {
+  int err_pipe[2], exec_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) return errno;
+  c.pid = ::fork();
+  if (c.pid < 0) return errno;
+  if (c.pid == 0) {
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    ::signal(SIGPIPE, SIG_DFL);
+    std::vector<char*> argv;
+    for (const auto& s : cmd) argv.push_back(const_cast<char*>(s.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    int e = errno;
+    (void)!::write(exec_pipe[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::close(err_pipe[1]);
+  ::close(exec_pipe[1]);
+  int e = 0;
+  ssize_t n = ::read(exec_pipe[0], &e, sizeof e);  // EOF (0) when exec succeeded: CLOEXEC closed it
+  ::close(exec_pipe[0]);
+  c.err_fd = err_pipe[0];
+  if (n == sizeof e) {
+    ::waitpid(c.pid, nullptr, 0);
+    return e;
+  }
+  return 0;
+}
+
+volatile sig_atomic_t g_forward = 0;
+void on_signal(int sig) { g_forward = sig; }
+
+// Samples /dev/shm every interval until the command exits, passing its stderr through.
+void watch(const Child& c, int interval_ms, ObserveReport& r, std::uint64_t baseline) {
+  const auto start = Clock::now();
+  std::string tail;  // the end of stderr so far, for a message split across reads
+  bool stderr_open = true;
+  int status = 0;
+  for (;;) {
+    const std::uint64_t used = shm_used();
+    ++r.samples;
+    if (used > baseline && used - baseline > r.peak) {
+      r.peak = used - baseline;
+      r.peak_at_s = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    if (g_forward) {
+      ::kill(c.pid, g_forward);
+      g_forward = 0;
+    }
+    if (::waitpid(c.pid, &status, WNOHANG) == c.pid) break;
+    pollfd p{stderr_open ? c.err_fd : -1, POLLIN, 0};
+    if (::poll(&p, 1, interval_ms) > 0 && (p.revents & (POLLIN | POLLHUP))) {
+      char buf[8192];
+      ssize_t n = ::read(c.err_fd, buf, sizeof buf);
+      if (n > 0) {
+        (void)!::write(STDERR_FILENO, buf, static_cast<std::size_t>(n));
+        tail.append(buf, static_cast<std::size_t>(n));
+        if (tail.find("Bus error") != std::string::npos && tail.find("DataLoader worker") != std::string::npos)
+          r.bus_error = true;
+        if (tail.size() > 4096) tail.erase(0, tail.size() - 1024);
+      } else {
+        stderr_open = false;  // closed early (the command redirected it); keep sampling
+      }
+    }
+  }
+  // What the command wrote last.
+  char buf[8192];
+  ssize_t n;
+  while (stderr_open && (n = ::read(c.err_fd, buf, sizeof buf)) > 0) {
+    (void)!::write(STDERR_FILENO, buf, static_cast<std::size_t>(n));
+    tail.append(buf, static_cast<std::size_t>(n));
+  }
+  if (tail.find("Bus error") != std::string::npos && tail.find("DataLoader worker") != std::string::npos)
+    r.bus_error = true;
+  ::close(c.err_fd);
+  r.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+  if (WIFEXITED(status)) {
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+    r.exit_code = 128 + r.signal;
+    if (r.signal == SIGBUS) r.bus_error = true;
+  }
+}
+
+bool count_flag(const std::string& flag, const std::string& text, std::uint64_t dflt, bool zero_ok,
+                std::uint64_t& out, std::string& err) {
+  if (text.empty()) {
+    out = dflt;
+    return true;
+  }
+  auto v = sizing::parse_count(text);
+  if (!v || (*v == 0 && !zero_ok)) {
+    err = flag + ": expected a whole number" + (zero_ok ? "" : " >= 1") + ", got \"" + text + "\"";
+    return false;
+  }
+  out = *v;
+  return true;
+}
+
+std::uint64_t round_up(std::uint64_t v, std::uint64_t unit) { return (v + unit - 1) / unit * unit; }
+
+std::string mib(std::uint64_t b) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  os << static_cast<double>(b) / static_cast<double>(sizing::kMi) << " MiB";
+  return os.str();
+}
+
+void render(std::ostream& os, const ObserveArgs& a, const ObserveReport& r, const config::Config& cfg) {
+  if (a.output == "json") {
+    nlohmann::json j = {{"peakBytes", r.peak},
+                        {"peakAtSeconds", r.peak_at_s},
+                        {"baselineBytes", r.baseline},
+                        {"durationSeconds", r.duration_s},
+                        {"samples", r.samples},
+                        {"intervalMs", a.interval_ms},
+                        {"exitCode", r.exit_code},
+                        {"busError", r.bus_error},
+                        {"recommendedSize", sizing::format_quantity(r.recommended)},
+                        {"recommendedBytes", r.recommended},
+                        {"annotations", r.yaml}};
+    if (r.signal) j["signal"] = r.signal;
+    if (r.shm_total) j["shmSizeBytes"] = *r.shm_total;
+    if (r.sample_size) j["sampleSizeBytes"] = *r.sample_size;
+    os << j.dump(2) << "\n";
+    return;
+  }
+  char times[96];
+  std::snprintf(times, sizeof times, " at %.2f s of %.2f s", r.peak_at_s, r.duration_s);
+  os << "shmguard observe: /dev/shm peak " << mib(r.peak) << " (" << r.peak << " bytes)" << times << "; "
+     << r.samples << " samples every " << a.interval_ms << " ms\n";
+  if (r.signal) os << "  the command was killed by signal " << r.signal << " (" << ::strsignal(r.signal) << ")\n";
+  if (r.bus_error) {
+    os << "  /dev/shm was too small: the command died of a bus error after using " << mib(r.peak);
+    if (r.shm_total) os << " of the " << mib(*r.shm_total) << " available";
+    os << ".\n  Run it again with a larger --shm-size (e.g. --shm-size "
+       << sizing::format_quantity(round_up(std::max<std::uint64_t>(r.shm_total.value_or(r.peak) * 4, sizing::kGi), sizing::kGi))
+       << ") to measure what it needs.\n";
+    return;
+  }
+  os << "  covers it: shmguard.io/size " << sizing::format_quantity(r.recommended) << " (peak x headroom "
+     << sizing::headroom_text(cfg.sizing.headroom_milli) << ", at least min " << sizing::format_quantity(cfg.sizing.min)
+     << ")\n";
+  if (r.sample_size)
+    os << "  implied sample size: " << *r.sample_size << " bytes per sample (peak / procs x (workers x prefetch + 1) x batch)\n";
+  os << "  annotations for the pod template:\n" << r.yaml;
+}
+
+}  // namespace
+
+std::uint64_t implied_sample_size(std::uint64_t peak, std::uint64_t batch, std::uint64_t workers,
+                                  std::uint64_t prefetch, std::uint64_t procs) {
+  const std::uint64_t slots = procs * (workers * prefetch + 1) * batch;
+  return slots ? (peak + slots - 1) / slots : 0;
+}
+
+int run_observe(const ObserveArgs& a) {
+  config::Config cfg;
+  if (!a.config_file.empty()) {
+    auto r = config::load_config_file(a.config_file);
+    if (!r.ok) return fail(r.error);
+    cfg = r.config;
+  }
+  if (a.command.empty()) return fail("give the command after --, e.g. shmguard observe -- python train.py");
+  if (a.interval_ms < 1) return fail("--interval-ms must be at least 1");
+  std::uint64_t batch = 0, workers = 0, prefetch = 0, procs = 0;
+  std::string err;
+  if (!count_flag("--batch-size", a.batch, 0, false, batch, err) ||
+      !count_flag("--num-workers", a.workers, 0, true, workers, err) ||
+      !count_flag("--prefetch-factor", a.prefetch, cfg.sizing.prefetch_factor, false, prefetch, err) ||
+      !count_flag("--procs-per-pod", a.procs, 1, false, procs, err))
+    return fail(err);
+  if (a.batch.empty() != a.workers.empty()) return fail("--batch-size and --num-workers go together");
+
+  ObserveReport r;
+  if (!a.shm_size.empty()) {
+    auto q = sizing::parse_quantity(a.shm_size);
+    if (!q.ok || q.negative || q.bytes == 0) return fail("--shm-size: invalid quantity \"" + a.shm_size + "\"");
+    if (!private_shm(q.bytes, err)) return fail(err);
+  }
+  std::uint64_t total = 0;
+  r.baseline = shm_used(&total);
+  if (!a.shm_size.empty()) r.shm_total = total;
+
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  Child c;
+  if (int e = spawn(a.command, c); e != 0) {
+    std::cerr << "shmguard observe: " << a.command[0] << ": " << std::strerror(e) << "\n";
+    return e == ENOENT ? 127 : 126;
+  }
+  watch(c, a.interval_ms, r, r.baseline);
+
+  // peak x headroom, rounded up: (q*1000 + rem) * h / 1000 = q*h + rem*h/1000, without overflow.
+  const std::uint64_t h = cfg.sizing.headroom_milli;
+  const std::uint64_t scaled = r.peak / 1000 * h + (r.peak % 1000 * h + 999) / 1000;
+  r.recommended = std::max(round_up(scaled, sizing::kMi), cfg.sizing.min);
+  std::ostringstream y;
+  y << "metadata:\n  annotations:\n";
+  if (!a.batch.empty()) {
+    r.sample_size = implied_sample_size(r.peak, batch, workers, prefetch, procs);
+    y << "    shmguard.io/batch-size: \"" << batch << "\"\n    shmguard.io/num-workers: \"" << workers << "\"\n"
+      << "    shmguard.io/sample-size: " << sizing::format_quantity(round_up(*r.sample_size, sizing::kKi)) << "\n";
+    if (!a.prefetch.empty()) y << "    shmguard.io/prefetch-factor: \"" << prefetch << "\"\n";
+    if (!a.procs.empty()) y << "    shmguard.io/procs-per-pod: \"" << procs << "\"\n";
+  } else {
+    y << "    shmguard.io/size: " << sizing::format_quantity(r.recommended) << "\n";
+  }
+  r.yaml = y.str();
+
+  std::ostringstream report;
+  render(report, a, r, cfg);
+  if (!a.report_file.empty()) {
+    std::ofstream f(a.report_file, std::ios::trunc);
+    if (!(f << report.str())) std::cerr << "shmguard observe: cannot write " << a.report_file << "\n";
+  } else if (a.output == "json") {
+    std::cout << report.str() << std::flush;
+  } else {
+    std::cerr << report.str();
+  }
+  return r.exit_code;
+}
+
+}  // namespace shmguard::cli
