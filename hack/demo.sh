@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# The main job, end to end on the bundled examples: builds shmguard if needed, shows the sizing
-# calculator, checks and mutates examples/ offline, then starts the webhook locally over TLS and
-# sends it real AdmissionReviews the way kube-apiserver does.
+# The main job, end to end on the bundled examples: builds shmguard if needed (only the binary),
+# shows the sizing calculator, checks examples/ (text and GitHub annotations), mutates them
+# surgically, runs the KRM function, measures a small DataLoader with `observe`, then starts the
+# webhook locally over TLS and sends it real AdmissionReviews the way kube-apiserver does.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/deps.sh" demo
-[[ -x "$root/build/shmguard" ]] || "$root/hack/build.sh" "$root/build"
+if [[ ! -x "$root/build/shmguard" ]]; then
+  cmake -S "$root" -B "$root/build" -G Ninja >/dev/null
+  cmake --build "$root/build" --target shmguard -j "$(nproc)" | grep -v '^\[' || true
+fi
 bin="$root/build/shmguard"
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [[ -t 1 ]]; then
+  say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+  say() { printf '\n== %s\n' "$*"; }
+fi
 
 say "The calculator: 64 samples x 588Ki, 8 workers, 4 processes per pod (torchrun, 4 GPUs)"
 "$bin" size --batch-size 64 --num-workers 8 --sample-size 588Ki --procs-per-pod 4
@@ -20,8 +28,26 @@ set +e
 echo "exit code: $?"
 set -e
 
-say "shmguard mutate -f examples/pytorchjob-resnet.yaml"
-"$bin" mutate -f "$root/examples/pytorchjob-resnet.yaml"
+say "The same in a GitHub Actions workflow: shmguard check -f examples/ -o github"
+"$bin" check -f "$root/examples" -o github || true
+
+say "shmguard mutate -f examples/pytorchjob-resnet.yaml: the diff is only shmguard's lines"
+"$bin" mutate -f "$root/examples/pytorchjob-resnet.yaml" >"${TMPDIR:-/tmp}/shmguard-demo-mutated.yaml"
+diff -u "$root/examples/pytorchjob-resnet.yaml" "${TMPDIR:-/tmp}/shmguard-demo-mutated.yaml" || true
+rm -f "${TMPDIR:-/tmp}/shmguard-demo-mutated.yaml"
+
+say "shmguard fn: the KRM function (kustomize/kpt) on a ResourceList of examples/pod-pytorch-image.yaml"
+python3 -c 'import sys,yaml; print(yaml.safe_dump({"apiVersion":"config.kubernetes.io/v1","kind":"ResourceList","items":[yaml.safe_load(open(sys.argv[1]))]}, sort_keys=False))' \
+  "$root/examples/pod-pytorch-image.yaml" | "$bin" fn | sed -n '/^results:/,$p'
+
+say "shmguard observe: a small DataLoader (32 x 1 MiB samples, 4 workers) in a private 1Gi /dev/shm"
+if [[ $(id -u) -eq 0 ]] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  "$bin" observe --shm-size 1Gi --batch-size 32 --num-workers 4 -- /usr/bin/python3 \
+    "$root/tests/e2e/dataloader_workload.py" --batch-size 32 --num-workers 4 --sample-size 1048576 \
+    --steps 12 --step-seconds 0.2 2>&1 >/dev/null | grep -v -e UserWarning -e warnings.warn
+else
+  echo "(skipped: needs root and python3-torch)"
+fi
 
 say "The webhook: shmguard serve on 127.0.0.1 with a certificate for shmguard.shmguard.svc"
 work=$(mktemp -d)

@@ -6,7 +6,7 @@ build=(g++ cmake ninja-build pkg-config libssl-dev nlohmann-json3-dev libyaml-de
        libgtest-dev libgmock-dev libbenchmark-dev openssl libtcmalloc-minimal4)
 test=(python3 python3-pytest python3-jsonpatch python3-yaml python3-jsonschema python3-torch curl clang libclang-rt-14-dev util-linux)
 chart=(python3 python3-yaml python3-jsonschema)
-demo=(curl python3)
+demo=(curl python3 python3-yaml python3-torch util-linux)
 bench=(wrk python3-yaml valgrind)
 fuzz=(clang libclang-rt-14-dev)
 want=("${build[@]}")
