@@ -178,3 +178,28 @@ def test_huge_document_is_bounded():
     assert r.returncode == 1, r.stderr[-300:]
     assert b"would inject" in r.stdout
     assert secs < (300 if SANITIZED else 30)
+
+
+def test_600_slow_header_clients_do_not_starve_live_requests(server):
+    """What starves a thread-per-connection server (README "Libraries"): 600 TLS clients that
+    send one header line a second and never finish. Live admissions must stay under 1 s."""
+    ctx = server.tls_context()
+    slow = []
+    for _ in range(600):
+        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=SERVICE_DNS)
+        s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\n")
+        slow.append(s)
+    worst = 0.0
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        for s in slow:
+            s.sendall(b"X-Slow: 1\r\n")
+        t = time.perf_counter()
+        status, _ = server.post(review(training_pod()))
+        worst = max(worst, time.perf_counter() - t)
+        assert status == 200
+        time.sleep(0.2)
+    for s in slow:
+        s.close()
+    print(f"\n600 slow-header clients: worst live admission {worst * 1000:.1f} ms")
+    assert worst < 1.0, f"a live request took {worst:.3f}s beside 600 slow clients"

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -17,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 namespace shmguard::server {
 namespace {
@@ -27,31 +27,131 @@ std::int64_t now_ms() {
       .count();
 }
 
-enum class State { kHandshake, kReading, kWriting, kLinger };
-
-struct Conn {
-  int fd = -1;
-  SSL* ssl = nullptr;
-  State state = State::kReading;
-  std::string in;
-  std::string out;
-  std::size_t out_off = 0;
-  bool close_after = false;
-  bool request_started = false;
-  std::int64_t deadline = 0;
-  std::uint32_t events = 0;
-  std::size_t lingered = 0;
-  ~Conn() {
-    if (ssl) SSL_free(ssl);
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-constexpr std::size_t kReadChunk = 16 * 1024;
-constexpr std::size_t kMaxLingerBytes = 32 * 1024 * 1024;  // lets a client finish sending an oversize body
-constexpr int kLingerMs = 2000;
+constexpr int kSweepMs = 200;
 
 }  // namespace
+
+// One worker thread: its own epoll set over the shared listening socket (EPOLLEXCLUSIVE), its
+// wake-up eventfd and the connections it accepted.
+class EventLoopServer::Worker {
+ public:
+  Worker(EventLoopServer& server, int wake_fd) : s_(server), wake_(wake_fd), ep_(::epoll_create1(EPOLL_CLOEXEC)) {
+    add(s_.listen_fd_, EPOLLIN | EPOLLEXCLUSIVE);
+    add(wake_, EPOLLIN);
+  }
+  ~Worker() {
+    while (!conns_.empty()) close(*conns_.begin()->second);
+    ::close(ep_);
+  }
+
+  void run() {
+    epoll_event events[128];
+    std::int64_t last_sweep = now_ms();
+    for (;;) {
+      int n = ::epoll_wait(ep_, events, 128, kSweepMs);
+      const std::int64_t now = now_ms();
+      for (int i = 0; i < n; ++i) dispatch(events[i], now);
+      if (s_.stopping_.load() && !draining_) start_draining(now);
+      if (draining_ && (conns_.empty() || now > drain_deadline_)) return;
+      if (now - last_sweep >= kSweepMs) {
+        last_sweep = now;
+        close_if([now](const Connection& c) { return c.expired(now); });
+      }
+    }
+  }
+
+ private:
+  EventLoopServer& s_;
+  int wake_;
+  int ep_;
+  std::unordered_map<int, std::unique_ptr<Connection>> conns_;
+  std::unordered_map<int, std::uint32_t> interest_;  // what epoll waits for, per connection
+  bool draining_ = false;
+  std::int64_t drain_deadline_ = 0;
+
+  void add(int fd, std::uint32_t events) {
+    epoll_event e{};
+    e.events = events;
+    e.data.fd = fd;
+    ::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &e);
+  }
+
+  void dispatch(const epoll_event& ev, std::int64_t now) {
+    const int fd = ev.data.fd;
+    if (fd == wake_) {
+      std::uint64_t v;
+      [[maybe_unused]] auto r = ::read(wake_, &v, sizeof v);
+      return;
+    }
+    if (fd == s_.listen_fd_) return accept_all(now);
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) return;
+    Connection& c = *it->second;
+    if ((ev.events & EPOLLERR) && !c.lingering()) return close(c);
+    apply(c, c.on_ready(now, s_.stopping_.load()));
+  }
+
+  void accept_all(std::int64_t now) {
+    if (draining_) return;
+    for (;;) {
+      int fd = ::accept4(s_.listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      if (s_.open_.load() >= s_.opts_.max_connections) {
+        ::close(fd);
+        continue;
+      }
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      auto transport = s_.ssl_ctx_ ? tls_transport(s_.ssl_ctx_, fd) : plain_transport(fd);
+      if (!transport) {
+        ::close(fd);
+        continue;
+      }
+      auto c = std::make_unique<Connection>(fd, std::move(transport), s_.opts_, s_.handler_, s_.on_reject_, now);
+      add(fd, EPOLLIN);
+      interest_[fd] = EPOLLIN;
+      s_.open_.fetch_add(1);
+      conns_.emplace(fd, std::move(c));
+    }
+  }
+
+  // Arranges what epoll waits for next on `c`, or closes it.
+  void apply(Connection& c, Wait w) {
+    if (w == Wait::kClose) return close(c);
+    const std::uint32_t events = w == Wait::kWrite ? EPOLLOUT : EPOLLIN;
+    auto& current = interest_[c.fd()];
+    if (current == events) return;
+    epoll_event e{};
+    e.events = events;
+    e.data.fd = c.fd();
+    ::epoll_ctl(ep_, EPOLL_CTL_MOD, c.fd(), &e);
+    current = events;
+  }
+
+  void close(Connection& c) {
+    const int fd = c.fd();
+    ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+    interest_.erase(fd);
+    conns_.erase(fd);  // destroys c, closing the socket
+    s_.open_.fetch_sub(1);
+  }
+
+  template <typename Pred>
+  void close_if(Pred pred) {
+    std::vector<int> doomed;
+    for (auto& [fd, c] : conns_)
+      if (pred(*c)) doomed.push_back(fd);
+    for (int fd : doomed) close(*conns_.at(fd));
+  }
+
+  // Stop accepting; connections between requests close now, the others may finish.
+  void start_draining(std::int64_t now) {
+    draining_ = true;
+    drain_deadline_ = now + s_.opts_.drain_timeout_ms;
+    ::epoll_ctl(ep_, EPOLL_CTL_DEL, s_.listen_fd_, nullptr);
+    close_if([](const Connection& c) { return c.idle(); });
+  }
+};
 
 EventLoopServer::EventLoopServer(LoopOptions opts, SSL_CTX* ssl_ctx, Handler handler, RejectHook on_reject)
     : opts_(opts), ssl_ctx_(ssl_ctx), handler_(std::move(handler)), on_reject_(std::move(on_reject)) {}
@@ -109,7 +209,12 @@ bool EventLoopServer::bind(const std::string& address, int port, std::string& er
 void EventLoopServer::start() {
   int n = std::max(1, opts_.threads);
   for (int i = 0; i < n; ++i) wake_fds_.push_back(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_main(i); });
+  for (int i = 0; i < n; ++i) {
+    workers_.emplace_back([this, i] {
+      Worker w(*this, wake_fds_[static_cast<std::size_t>(i)]);
+      w.run();
+    });
+  }
 }
 
 void EventLoopServer::stop() {
@@ -126,282 +231,6 @@ void EventLoopServer::stop() {
     if (t.joinable()) t.join();
   for (int fd : wake_fds_) ::close(fd);
   wake_fds_.clear();
-}
-
-void EventLoopServer::worker_main(int index) {
-  int ep = ::epoll_create1(EPOLL_CLOEXEC);
-  int wake = wake_fds_[static_cast<std::size_t>(index)];
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-  ev.data.fd = listen_fd_;
-  ::epoll_ctl(ep, EPOLL_CTL_ADD, listen_fd_, &ev);
-  ev.events = EPOLLIN;
-  ev.data.fd = wake;
-  ::epoll_ctl(ep, EPOLL_CTL_ADD, wake, &ev);
-
-  std::unordered_map<int, std::unique_ptr<Conn>> conns;
-  bool draining = false;
-  std::int64_t drain_deadline = 0;
-  std::int64_t last_sweep = now_ms();
-
-  auto close_conn = [&](Conn& c) {
-    ::epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);
-    int fd = c.fd;
-    conns.erase(fd);  // destroys c
-    open_.fetch_sub(1);
-  };
-  auto want = [&](Conn& c, std::uint32_t events) {
-    if (c.events == events) return;
-    epoll_event e{};
-    e.events = events;
-    e.data.fd = c.fd;
-    ::epoll_ctl(ep, EPOLL_CTL_MOD, c.fd, &e);
-    c.events = events;
-  };
-  auto begin_linger = [&](Conn& c) {
-    // Half-close and discard what the client still sends, so our response is not lost to a
-    // reset caused by unread data (e.g. the body of a 413).
-    if (c.ssl) {
-      SSL_shutdown(c.ssl);
-      ERR_clear_error();
-    }
-    ::shutdown(c.fd, SHUT_WR);
-    c.state = State::kLinger;
-    c.deadline = now_ms() + kLingerMs;
-    want(c, EPOLLIN);
-  };
-
-  // Drives one connection as far as it can go without blocking. Returns after arranging the
-  // next epoll interest, or after closing the connection.
-  auto drive = [&](Conn& c) {
-    for (;;) {
-      switch (c.state) {
-        case State::kHandshake: {
-          int r = SSL_do_handshake(c.ssl);
-          if (r == 1) {
-            c.state = State::kReading;
-            continue;
-          }
-          int e = SSL_get_error(c.ssl, r);
-          ERR_clear_error();
-          if (e == SSL_ERROR_WANT_READ) return want(c, EPOLLIN);
-          if (e == SSL_ERROR_WANT_WRITE) return want(c, EPOLLOUT);
-          return close_conn(c);
-        }
-        case State::kReading: {
-          bool eof = false;
-          std::uint32_t blocked = EPOLLIN;
-          char buf[kReadChunk];
-          while (c.in.size() < opts_.max_body_bytes + kMaxHeaderBytes + kReadChunk) {
-            ssize_t n;
-            if (c.ssl) {
-              n = SSL_read(c.ssl, buf, sizeof buf);
-              if (n <= 0) {
-                int e = SSL_get_error(c.ssl, static_cast<int>(n));
-                ERR_clear_error();
-                if (e == SSL_ERROR_WANT_READ) break;
-                if (e == SSL_ERROR_WANT_WRITE) {
-                  blocked = EPOLLOUT;
-                  break;
-                }
-                if (e == SSL_ERROR_ZERO_RETURN) {
-                  eof = true;
-                  break;
-                }
-                return close_conn(c);
-              }
-            } else {
-              n = ::recv(c.fd, buf, sizeof buf, 0);
-              if (n == 0) {
-                eof = true;
-                break;
-              }
-              if (n < 0) {
-                if (errno == EINTR) continue;
-                if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-                return close_conn(c);
-              }
-            }
-            c.in.append(buf, static_cast<std::size_t>(n));
-            // A short read with nothing buffered in TLS means the socket is drained: skip the
-            // read that would only return EAGAIN (level-triggered epoll reports anything later).
-            if (static_cast<std::size_t>(n) < sizeof buf && (!c.ssl || SSL_pending(c.ssl) == 0)) break;
-          }
-          if (!c.in.empty() && !c.request_started) {
-            c.request_started = true;
-            c.deadline = now_ms() + opts_.request_timeout_ms;
-          }
-          if (!c.in.empty()) {
-            HttpRequest req;
-            auto pr = parse_request(c.in, opts_.max_body_bytes, req);
-            if (pr.status == ParseStatus::kComplete) {
-              c.in.erase(0, pr.consumed);
-              HttpResponse res;
-              try {
-                handler_(req, res);
-              } catch (...) {
-                res = HttpResponse{};
-                res.status = 500;
-                res.body = "internal error\n";
-              }
-              res.close = res.close || !req.keep_alive || stopping_.load();
-              c.out = format_response(res);
-              c.out_off = 0;
-              c.close_after = res.close;
-              c.state = State::kWriting;
-              c.deadline = now_ms() + opts_.write_timeout_ms;
-              continue;
-            }
-            if (pr.status == ParseStatus::kError) {
-              if (on_reject_) on_reject_(pr.error_status);
-              HttpResponse res;
-              res.status = pr.error_status;
-              res.body = pr.message + "\n";
-              res.close = true;
-              c.in.clear();
-              c.out = format_response(res);
-              c.out_off = 0;
-              c.close_after = true;
-              c.state = State::kWriting;
-              c.deadline = now_ms() + opts_.write_timeout_ms;
-              continue;
-            }
-          }
-          if (eof) return close_conn(c);
-          if (stopping_.load() && !c.request_started) return close_conn(c);
-          if (!c.request_started) c.deadline = now_ms() + opts_.idle_timeout_ms;
-          return want(c, blocked);
-        }
-        case State::kWriting: {
-          while (c.out_off < c.out.size()) {
-            const char* p = c.out.data() + c.out_off;
-            int len = static_cast<int>(std::min<std::size_t>(c.out.size() - c.out_off, 1 << 20));
-            ssize_t n;
-            if (c.ssl) {
-              n = SSL_write(c.ssl, p, len);
-              if (n <= 0) {
-                int e = SSL_get_error(c.ssl, static_cast<int>(n));
-                ERR_clear_error();
-                if (e == SSL_ERROR_WANT_WRITE) return want(c, EPOLLOUT);
-                if (e == SSL_ERROR_WANT_READ) return want(c, EPOLLIN);
-                return close_conn(c);
-              }
-            } else {
-              n = ::send(c.fd, p, static_cast<std::size_t>(len), MSG_NOSIGNAL);
-              if (n < 0) {
-                if (errno == EINTR) continue;
-                if (errno == EAGAIN || errno == EWOULDBLOCK) return want(c, EPOLLOUT);
-                return close_conn(c);
-              }
-            }
-            c.out_off += static_cast<std::size_t>(n);
-          }
-          c.out.clear();
-          c.out.shrink_to_fit();
-          c.out_off = 0;
-          if (c.close_after) {
-            begin_linger(c);
-            continue;
-          }
-          c.state = State::kReading;
-          c.request_started = false;
-          if (c.in.capacity() > 64 * 1024 && c.in.empty()) c.in.shrink_to_fit();
-          continue;
-        }
-        case State::kLinger: {
-          char buf[kReadChunk];
-          for (;;) {
-            ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
-            if (n > 0) {
-              c.lingered += static_cast<std::size_t>(n);
-              if (c.lingered > kMaxLingerBytes) return close_conn(c);
-              continue;
-            }
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return want(c, EPOLLIN);
-            return close_conn(c);
-          }
-        }
-      }
-    }
-  };
-
-  epoll_event events[128];
-  for (;;) {
-    int n = ::epoll_wait(ep, events, 128, 200);
-    std::int64_t now = now_ms();
-    for (int i = 0; i < n; ++i) {
-      int fd = events[i].data.fd;
-      if (fd == wake) {
-        std::uint64_t v;
-        [[maybe_unused]] auto r = ::read(wake, &v, sizeof v);
-        continue;
-      }
-      if (fd == listen_fd_) {
-        if (draining) continue;
-        for (;;) {
-          int cfd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (cfd < 0) break;
-          if (open_.load() >= opts_.max_connections) {
-            ::close(cfd);
-            continue;
-          }
-          int one = 1;
-          ::setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          auto c = std::make_unique<Conn>();
-          c->fd = cfd;
-          if (ssl_ctx_) {
-            c->ssl = SSL_new(ssl_ctx_);
-            if (!c->ssl) {
-              ERR_clear_error();
-              continue;  // Conn's destructor closes the socket
-            }
-            SSL_set_fd(c->ssl, cfd);
-            SSL_set_accept_state(c->ssl);
-            c->state = State::kHandshake;
-          }
-          c->deadline = now + opts_.request_timeout_ms;
-          c->events = EPOLLIN;
-          epoll_event e{};
-          e.events = EPOLLIN;
-          e.data.fd = cfd;
-          if (::epoll_ctl(ep, EPOLL_CTL_ADD, cfd, &e) != 0) continue;
-          open_.fetch_add(1);
-          conns.emplace(cfd, std::move(c));
-        }
-        continue;
-      }
-      auto it = conns.find(fd);
-      if (it == conns.end()) continue;
-      Conn& c = *it->second;
-      if ((events[i].events & (EPOLLERR)) && c.state != State::kLinger) {
-        close_conn(c);
-        continue;
-      }
-      drive(c);
-    }
-    if (stopping_.load() && !draining) {
-      draining = true;
-      drain_deadline = now + opts_.drain_timeout_ms;
-      ::epoll_ctl(ep, EPOLL_CTL_DEL, listen_fd_, nullptr);
-      std::vector<int> idle;
-      for (auto& [fd, c] : conns)
-        if (!c->request_started && c->state != State::kWriting) idle.push_back(fd);
-      for (int fd : idle) close_conn(*conns.at(fd));
-    }
-    if (draining && (conns.empty() || now > drain_deadline)) break;
-    if (now - last_sweep >= 200) {
-      last_sweep = now;
-      std::vector<int> expired;
-      for (auto& [fd, c] : conns)
-        if (now > c->deadline) expired.push_back(fd);
-      for (int fd : expired) close_conn(*conns.at(fd));
-    }
-  }
-  std::vector<int> rest;
-  for (auto& [fd, c] : conns) rest.push_back(fd);
-  for (int fd : rest) close_conn(*conns.at(fd));
-  ::close(ep);
 }
 
 }  // namespace shmguard::server

@@ -11,23 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "server/http.h"
+#include "server/connection.h"
 
 namespace shmguard::server {
-
-struct LoopOptions {
-  int threads = 2;
-  std::size_t max_body_bytes = 8 * 1024 * 1024;
-  int request_timeout_ms = 10000;  // handshake + whole request, from its first byte
-  int idle_timeout_ms = 90000;     // keep-alive connection with no request in progress
-  int write_timeout_ms = 10000;
-  std::size_t max_connections = 8192;
-  int drain_timeout_ms = 5000;     // on stop(): how long in-flight requests may take
-};
-
-using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
-// Called for requests the parser refused (for metrics); may be empty.
-using RejectHook = std::function<void(int status)>;
 
 class EventLoopServer {
  public:
@@ -45,10 +31,10 @@ class EventLoopServer {
   // connections, and joins the workers.
   void stop();
 
-  std::size_t open_connections() const { return open_.load(); }
+  class Worker;  // one epoll set and the connections it owns (event_loop.cpp)
 
  private:
-  void worker_main(int index);
+  friend class Worker;
 
   LoopOptions opts_;
   SSL_CTX* ssl_ctx_;

@@ -1,0 +1,99 @@
+// Plain and TLS transports (see transport.h).
+#include "server/transport.h"
+
+#include <openssl/err.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <climits>
+
+namespace shmguard::server {
+namespace {
+
+class Plain final : public Transport {
+ public:
+  explicit Plain(int fd) : fd_(fd) {}
+
+  IoResult read(char* buf, std::size_t len) override {
+    for (;;) {
+      ssize_t n = ::recv(fd_, buf, len, 0);
+      if (n > 0) return {Io::kOk, static_cast<std::size_t>(n)};
+      if (n == 0) return {Io::kEof};
+      if (errno == EINTR) continue;
+      return {errno == EAGAIN || errno == EWOULDBLOCK ? Io::kWantRead : Io::kError};
+    }
+  }
+
+  IoResult write(const char* buf, std::size_t len) override {
+    for (;;) {
+      ssize_t n = ::send(fd_, buf, len, MSG_NOSIGNAL);
+      if (n >= 0) return {Io::kOk, static_cast<std::size_t>(n)};
+      if (errno == EINTR) continue;
+      return {errno == EAGAIN || errno == EWOULDBLOCK ? Io::kWantWrite : Io::kError};
+    }
+  }
+
+  void shutdown_write() override { ::shutdown(fd_, SHUT_WR); }
+
+ private:
+  int fd_;
+};
+
+class Tls final : public Transport {
+ public:
+  Tls(SSL* ssl, int fd) : ssl_(ssl), fd_(fd) {}
+  ~Tls() override { SSL_free(ssl_); }
+
+  IoResult read(char* buf, std::size_t len) override {
+    int n = SSL_read(ssl_, buf, static_cast<int>(std::min<std::size_t>(len, INT_MAX)));
+    if (n > 0) return {Io::kOk, static_cast<std::size_t>(n)};
+    return {status(n, Io::kEof)};
+  }
+
+  IoResult write(const char* buf, std::size_t len) override {
+    int n = SSL_write(ssl_, buf, static_cast<int>(std::min<std::size_t>(len, INT_MAX)));
+    if (n > 0) return {Io::kOk, static_cast<std::size_t>(n)};
+    return {status(n, Io::kError)};
+  }
+
+  bool buffered() const override { return SSL_pending(ssl_) > 0; }
+
+  void shutdown_write() override {
+    SSL_shutdown(ssl_);
+    ERR_clear_error();
+    ::shutdown(fd_, SHUT_WR);
+  }
+
+ private:
+  // What an SSL_read/SSL_write result of `n` <= 0 means; `on_close` for a clean close_notify.
+  Io status(int n, Io on_close) {
+    int e = SSL_get_error(ssl_, n);
+    ERR_clear_error();  // the thread's error queue must not leak into the next connection
+    switch (e) {
+      case SSL_ERROR_WANT_READ: return Io::kWantRead;
+      case SSL_ERROR_WANT_WRITE: return Io::kWantWrite;
+      case SSL_ERROR_ZERO_RETURN: return on_close;
+      default: return Io::kError;
+    }
+  }
+
+  SSL* ssl_;
+  int fd_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> plain_transport(int fd) { return std::make_unique<Plain>(fd); }
+
+std::unique_ptr<Transport> tls_transport(SSL_CTX* ctx, int fd) {
+  SSL* ssl = SSL_new(ctx);
+  if (!ssl) {
+    ERR_clear_error();
+    return nullptr;
+  }
+  SSL_set_fd(ssl, fd);
+  SSL_set_accept_state(ssl);
+  return std::make_unique<Tls>(ssl, fd);
+}
+
+}  // namespace shmguard::server
