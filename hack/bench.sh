@@ -28,7 +28,7 @@ server)
   echo "== server: wrk over TLS keep-alive, review of $(wc -c <"$root/hack/bench/review.json") bytes"
   "$root/hack/gen-certs.sh" "$work/certs" >/dev/null
   "$bin" serve --tls-cert-file "$work/certs/tls.crt" --tls-private-key-file "$work/certs/tls.key" \
-    --port 0 --metrics-port 0 --bind-address 127.0.0.1 --shutdown-delay 0 2>"$work/serve.log" &
+    --port 0 --metrics-port 0 --bind-address 127.0.0.1 --shutdown-delay-ms 0 2>"$work/serve.log" &
   pid=$!
   for _ in $(seq 100); do grep -q '"msg":"serving"' "$work/serve.log" && break; sleep 0.05; done
   port=$(grep -o '"port":[0-9]*' "$work/serve.log" | head -1 | cut -d: -f2)

@@ -54,7 +54,7 @@ work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 "$root/hack/gen-certs.sh" "$work/certs" shmguard shmguard >/dev/null
 "$bin" serve --tls-cert-file "$work/certs/tls.crt" --tls-private-key-file "$work/certs/tls.key" \
-  --port 0 --metrics-port 0 --bind-address 127.0.0.1 --shutdown-delay 0.2 2>"$work/serve.log" &
+  --port 0 --metrics-port 0 --bind-address 127.0.0.1 --shutdown-delay-ms 200 2>"$work/serve.log" &
 pid=$!
 for _ in $(seq 100); do grep -q '"msg":"serving"' "$work/serve.log" 2>/dev/null && break; sleep 0.05; done
 port=$(grep -o '"port":[0-9]*' "$work/serve.log" | head -1 | cut -d: -f2)

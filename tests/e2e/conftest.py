@@ -46,7 +46,7 @@ class Server:
     def __init__(self, cert, key, ca, extra_args=(), config=None):
         args = [BIN, "serve", "--tls-cert-file", str(cert), "--tls-private-key-file", str(key),
                 "--port", "0", "--metrics-port", "0", "--bind-address", "127.0.0.1",
-                "--reload-interval-ms", "200", "--shutdown-delay", "0.3"]
+                "--reload-interval-ms", "200", "--shutdown-delay-ms", "300"]
         if config:
             args += ["--config", str(config)]
         args += list(extra_args)

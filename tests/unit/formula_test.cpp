@@ -1,4 +1,4 @@
-// The sizing formula: DESIGN.md's arithmetic, clamps, defaults and warnings.
+// The sizing formula: README's arithmetic, clamps, defaults and warnings.
 #include "sizing/formula.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Recognition rules in DESIGN.md's order, image parsing and globbing.
+// Recognition rules in README's order, image parsing and globbing.
 #include "inject/recognize.h"
 
 #include <gtest/gtest.h>

@@ -5,19 +5,15 @@
 
 #include "admission/json_reader.h"
 #include "inject/inject.h"
+#include "inject/json_fields.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::admission {
 namespace {
 
 using nlohmann::json;
+using inject::str_field;
 
-std::string str_field(const json& obj, const char* key) {
-  if (!obj.is_object()) return {};
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_string()) return {};
-  return it->get<std::string>();
-}
 
 // The parts of an AdmissionReview the webhook reads. Everything else (env, command, probes,
 // oldObject, userInfo, ...) is validated but not built: half the allocations of a typical pod.
@@ -141,13 +137,7 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
     } else {
       const json& pod = *obj_it;
       if (o.pod.empty()) {
-        if (auto md = pod.find("metadata"); md != pod.end() && md->is_object()) {
-          o.pod = str_field(*md, "name");
-          if (o.pod.empty()) {
-            std::string gen = str_field(*md, "generateName");
-            if (!gen.empty()) o.pod = gen + "*";
-          }
-        }
+        if (const json* md = inject::object_at(pod, "metadata")) o.pod = inject::display_name(*md);
       }
       auto r = inject::inject_pod(pod, cfg);
       o.reason = r.reason;

@@ -37,6 +37,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kExitOk = 0;
+
+// Expands -f arguments: files as given, directories recursively (.yaml/.yml/.json, sorted),
+// "-" for stdin. False with `err` for a path that does not exist.
+bool expand_inputs(const std::vector<std::string>& args, std::vector<std::string>& files, std::string& err);
 constexpr int kExitMissing = 1;
 constexpr int kExitBadInput = 2;
 
@@ -62,15 +66,16 @@ struct SizeArgs {
 };
 
 bool positive(const std::string& flag, const std::string& text, bool allow_zero, std::uint64_t& out, std::string& err) {
-  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) {
+  auto v = sizing::parse_count(text);  // the one parser for counts: flags, annotations, config
+  if (!v) {
     err = flag + ": expected a whole number, got \"" + text + "\"";
     return false;
   }
-  out = std::stoull(text);
-  if (out == 0 && !allow_zero) {
+  if (*v == 0 && !allow_zero) {
     err = flag + ": must be at least 1";
     return false;
   }
+  out = *v;
   return true;
 }
 
@@ -329,11 +334,10 @@ int run_check(const ManifestArgs& a) {
 }
 
 // ---- serve ----
-int run_serve(server::ServeOptions opts, const std::string& log_level, double shutdown_delay) {
+int run_serve(server::ServeOptions opts, const std::string& log_level) {
   server::Level lvl;
   if (!server::parse_log_level(log_level, lvl)) return fail("--log-level must be debug, info, warn or error");
   server::set_log_level(lvl);
-  opts.shutdown_delay_ms = static_cast<int>(shutdown_delay * 1000);
   // Many idle keep-alive connections are fine, but each needs a descriptor.
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -363,6 +367,7 @@ int run_serve(server::ServeOptions opts, const std::string& log_level, double sh
 
 }  // namespace
 
+namespace {
 bool expand_inputs(const std::vector<std::string>& args, std::vector<std::string>& files, std::string& err) {
   for (const auto& a : args) {
     if (a == "-") {
@@ -396,6 +401,8 @@ bool expand_inputs(const std::vector<std::string>& args, std::vector<std::string
   return true;
 }
 
+}  // namespace
+
 int run(int argc, char** argv) {
   // Installed as kubectl-shmguard, the same binary is a kubectl plugin: `kubectl shmguard check`.
   const std::string self = argc > 0 ? fs::path(argv[0]).filename().string() : "shmguard";
@@ -406,7 +413,6 @@ int run(int argc, char** argv) {
 
   server::ServeOptions so;
   std::string log_level = "info";
-  double shutdown_delay = 1.0;
   auto* serve = app.add_subcommand("serve", "Run the admission webhook (HTTPS) and the metrics listener");
   serve->add_option("--tls-cert-file", so.cert_file, "PEM serving certificate (chain)")->required();
   serve->add_option("--tls-private-key-file", so.key_file, "PEM private key")->required();
@@ -417,12 +423,15 @@ int run(int argc, char** argv) {
   serve->add_option("--bind-address", so.bind_address, "address to listen on")->capture_default_str();
   serve->add_option("--tls-min-version", so.tls_min_version, "1.2 or 1.3")->capture_default_str();
   serve->add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
-  serve->add_option("--threads", so.threads, "event-loop threads (0: one per core)")->capture_default_str();
-  serve->add_option("--shutdown-delay", shutdown_delay, "seconds to keep serving after SIGTERM with readiness false")
+  serve->add_option("--threads", so.loop.threads, "event-loop threads (0: one per core)")->capture_default_str();
+  serve->add_option("--shutdown-delay-ms", so.shutdown_delay_ms, "how long to keep serving after SIGTERM with readiness false")
       ->capture_default_str();
   serve->add_option("--reload-interval-ms", so.reload_interval_ms, "how often certificate and config files are checked")
       ->capture_default_str();
-  serve->add_option("--request-timeout-ms", so.request_timeout_ms, "deadline for the TLS handshake and a whole request")
+  serve->add_option("--idle-timeout-ms", so.loop.idle_timeout_ms, "how long a keep-alive connection may wait between requests")
+      ->capture_default_str();
+  serve->add_option("--max-body-bytes", so.loop.max_body_bytes, "largest request body (larger: 413)")->capture_default_str();
+  serve->add_option("--request-timeout-ms", so.loop.request_timeout_ms, "deadline for the TLS handshake and a whole request")
       ->capture_default_str();
 
   ManifestArgs ma, ca;
@@ -517,7 +526,7 @@ int run(int argc, char** argv) {
     }
     if (*mutate) return run_mutate(ma);
     if (*check) return run_check(ca);
-    if (*serve) return run_serve(so, log_level, shutdown_delay);
+    if (*serve) return run_serve(so, log_level);
   } catch (const std::exception& e) {
     return fail(std::string("unexpected error: ") + e.what());
   }

@@ -1,4 +1,4 @@
-// The shmguard subcommands behind main(): serve, mutate, check, size, version.
+// The shmguard subcommands behind main(): serve, mutate, check, fn, review, observe, size, version.
 #pragma once
 
 #include <string>
@@ -7,9 +7,5 @@
 namespace shmguard::cli {
 
 int run(int argc, char** argv);
-
-// Expands -f arguments: files as given, directories recursively (.yaml/.yml/.json, sorted),
-// "-" for stdin. Returns false with `err` for a path that does not exist.
-bool expand_inputs(const std::vector<std::string>& args, std::vector<std::string>& files, std::string& err);
 
 }  // namespace shmguard::cli

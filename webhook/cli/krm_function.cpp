@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "inject/json_fields.h"
 #include "manifests/offline.h"
 #include "manifests/yaml_doc.h"
 #include "sizing/quantity.h"
@@ -17,11 +18,8 @@ namespace {
 using nlohmann::json;
 using manifests::yaml_string;
 
-std::string str(const json& o, const char* key) {
-  if (!o.is_object()) return {};
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+using inject::str_field;
+
 
 // The item a template belongs to: "/items/3/spec/template" -> 3.
 std::optional<std::size_t> item_index(const std::string& pointer) {
@@ -42,16 +40,16 @@ json result_for(const json& list, const manifests::TemplateReport& r, const std:
   if (idx && list.contains("items") && list["items"].is_array() && *idx < list["items"].size())
     item = &list["items"][*idx];
   if (item) {
-    json ref = {{"apiVersion", str(*item, "apiVersion")}, {"kind", str(*item, "kind")}};
+    json ref = {{"apiVersion", str_field(*item, "apiVersion")}, {"kind", str_field(*item, "kind")}};
     const json md = item->value("metadata", json::object());
-    ref["name"] = str(md, "name");
-    if (!str(md, "namespace").empty()) ref["namespace"] = str(md, "namespace");
+    ref["name"] = str_field(md, "name");
+    if (!str_field(md, "namespace").empty()) ref["namespace"] = str_field(md, "namespace");
     res["resourceRef"] = ref;
     const json ann = md.is_object() ? md.value("annotations", json::object()) : json::object();
-    std::string path = str(ann, "internal.config.kubernetes.io/path");
-    if (path.empty()) path = str(ann, "config.kubernetes.io/path");
-    std::string index = str(ann, "internal.config.kubernetes.io/index");
-    if (index.empty()) index = str(ann, "config.kubernetes.io/index");
+    std::string path = str_field(ann, "internal.config.kubernetes.io/path");
+    if (path.empty()) path = str_field(ann, "config.kubernetes.io/path");
+    std::string index = str_field(ann, "internal.config.kubernetes.io/index");
+    if (index.empty()) index = str_field(ann, "config.kubernetes.io/index");
     if (!path.empty()) {
       res["file"] = {{"path", path}};
       if (auto n = sizing::parse_count(index)) res["file"]["index"] = *n;
@@ -107,8 +105,8 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
     return 1;
   }
   auto list = manifests::to_json(doc.root, text.size() * 16 + 4096, yerr);
-  if (!list || !list->is_object() || str(*list, "kind") != "ResourceList" ||
-      str(*list, "apiVersion").rfind("config.kubernetes.io/", 0) != 0) {
+  if (!list || !list->is_object() || str_field(*list, "kind") != "ResourceList" ||
+      str_field(*list, "apiVersion").rfind("config.kubernetes.io/", 0) != 0) {
     err << "shmguard fn: stdin is not a config.kubernetes.io/v1 ResourceList\n";
     return 1;
   }

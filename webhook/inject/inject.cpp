@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "inject/json_fields.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::inject {
@@ -11,16 +12,6 @@ namespace {
 using nlohmann::json;
 using sizing::format_quantity;
 
-const json* child(const json& parent, const char* key) {
-  if (!parent.is_object()) return nullptr;
-  auto it = parent.find(key);
-  return it == parent.end() ? nullptr : &*it;
-}
-
-const json* object_at(const json& parent, const char* key) {
-  const json* c = child(parent, key);
-  return c && c->is_object() ? c : nullptr;
-}
 
 // Reading the sizing annotations: each bad value is warned about (naming the annotation, so the
 // offline path can point at its line) and listed in the sizing explanation as ignored.

@@ -1,6 +1,8 @@
 // Training-pod recognition (see recognize.h).
 #include "inject/recognize.h"
 
+#include "inject/json_fields.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -9,12 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-const json* object_at(const json& parent, const char* key) {
-  if (!parent.is_object()) return nullptr;
-  auto it = parent.find(key);
-  if (it == parent.end() || !it->is_object()) return nullptr;
-  return &*it;
-}
 
 enum class Tri { kUnset, kTrue, kFalse, kInvalid };
 

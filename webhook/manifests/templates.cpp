@@ -1,6 +1,7 @@
 // Pod-template discovery (see templates.h).
 #include "manifests/templates.h"
 
+#include "inject/json_fields.h"
 #include "inject/recognize.h"
 
 namespace shmguard::manifests {
@@ -10,11 +11,6 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxDepth = 64;
 
-std::string str(const json& o, const char* key) {
-  if (!o.is_object()) return {};
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 bool is_pod_template(const json& o) {
   if (!o.is_object()) return false;
@@ -36,16 +32,15 @@ void walk(const json& node, const std::string& pointer, const std::string& path,
   if (depth > kMaxDepth) return;
   if (node.is_object()) {
     // A nested resource (List item, embedded object) becomes the owner of what it holds.
-    std::string kind = str(node, "kind");
+    std::string kind = inject::str_field(node, "kind");
     if (!kind.empty() && node.contains("apiVersion")) {
       owner.kind = kind;
-      owner.training = is_training_kind(str(node, "apiVersion"), kind);
+      owner.training = is_training_kind(inject::str_field(node, "apiVersion"), kind);
       owner.name.clear();
       owner.namespace_name.clear();
       if (auto md = node.find("metadata"); md != node.end()) {
-        owner.name = str(*md, "name");
-        owner.namespace_name = str(*md, "namespace");
-        if (owner.name.empty() && !str(*md, "generateName").empty()) owner.name = str(*md, "generateName") + "*";
+        owner.name = inject::display_name(*md);
+        owner.namespace_name = inject::str_field(*md, "namespace");
       }
     }
     if (is_pod_template(node)) {

@@ -100,11 +100,8 @@ bool WebhookServer::start(std::string& err) {
   }
   if (!setup_tls(err)) return false;
 
-  LoopOptions lo;
-  lo.threads = opts_.threads > 0 ? opts_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  lo.max_body_bytes = opts_.max_body_bytes;
-  lo.request_timeout_ms = opts_.request_timeout_ms;
-  lo.idle_timeout_ms = opts_.idle_timeout_ms;
+  LoopOptions lo = opts_.loop;
+  if (lo.threads <= 0) lo.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto reject = [this](int status) {
     metrics_.http_response(status);
     metrics_.admission("rejected", "http-" + std::to_string(status), 0, 0);

@@ -25,10 +25,7 @@ struct ServeOptions {
   int port = 8443;          // 0 picks a free port (logged)
   int metrics_port = 9090;  // 0 picks a free port (logged); -1 disables
   std::string tls_min_version = "1.2";
-  std::size_t max_body_bytes = 8 * 1024 * 1024;
-  int threads = 0;                   // event-loop threads for the webhook port; 0: one per core
-  int request_timeout_ms = 10000;    // TLS handshake + whole request, from its first byte
-  int idle_timeout_ms = 90000;       // keep-alive connection between requests
+  LoopOptions loop{.threads = 0};    // the webhook port's event loop; threads 0: one per core
   int reload_interval_ms = 1000;     // how often cert/config files are checked
   int shutdown_delay_ms = 1000;      // readiness false -> stop accepting
 };
@@ -62,14 +59,12 @@ class WebhookServer {
   Metrics metrics_;
   mutable std::mutex config_mu_;
   std::shared_ptr<const config::Config> config_;
-  config::ConfigResult last_config_;
   FileStamp config_stamp_;
 
   SSL_CTX* ssl_ctx_ = nullptr;
   std::unique_ptr<EventLoopServer> https_;
   std::unique_ptr<EventLoopServer> http_;
   std::thread reload_thread_;
-  bool waited_ = false;
   int port_ = 0;
   int metrics_port_ = 0;
   std::atomic<bool> ready_{false};

@@ -1,4 +1,4 @@
-// The /dev/shm sizing formula from DESIGN.md: DataLoader parameters -> sizeLimit, with the arithmetic.
+// The /dev/shm sizing formula of README "How the size is computed": DataLoader parameters -> sizeLimit, with the arithmetic.
 #pragma once
 
 #include <cstdint>
