@@ -42,6 +42,18 @@ server)
   done
   echo "server peak RSS: $(($(peak_rss_kb "$pid") / 1024)) MiB"
   kill -TERM "$pid"; wait "$pid" || true; pid=
+  # The Go-shaped baseline: net/http doing the same job, measured right after on the same cores.
+  if command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]]; then
+    (cd "$root/hack/bench/go-baseline" && PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local go build -o "$work/go-baseline" .)
+    gport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    "$work/go-baseline" -addr "127.0.0.1:$gport" -cert "$work/certs/tls.crt" -key "$work/certs/tls.key" 2>/dev/null &
+    pid=$!
+    for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$gport) 2>/dev/null && break; sleep 0.05; done
+    wrk -t2 -c64 -d2s -s "$root/hack/bench/review.lua" "https://127.0.0.1:$gport" >/dev/null
+    gline=$(wrk -t2 -c64 -d"$duration" --latency -s "$root/hack/bench/review.lua" "https://127.0.0.1:$gport" | grep '^BENCH')
+    echo "go net/http baseline connections=64 $gline"
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+  fi
   ;;
 offline)
   echo "== offline: shmguard mutate over 10,000 documents vs PyYAML (C loader/dumper) load+dump"

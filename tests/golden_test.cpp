@@ -42,8 +42,8 @@ config::Config config_for(const std::string& name) {
   auto path = kDir / (name + ".config.yaml");
   if (!fs::exists(path)) return {};
   auto r = config::load_config_file(path.string());
-  if (!r.ok) throw std::runtime_error(r.error);
-  return r.config;
+  if (!r.ok()) throw std::runtime_error(r.error());
+  return (*r);
 }
 
 class Golden : public ::testing::TestWithParam<std::string> {};

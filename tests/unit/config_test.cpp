@@ -12,17 +12,17 @@ using namespace shmguard::config;
 
 TEST(Config, EmptyGivesDefaults) {
   auto r = parse_config("");
-  ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.config.sizing.prefetch_factor, 2u);
-  EXPECT_EQ(r.config.sizing.headroom_milli, 1500u);
-  EXPECT_EQ(r.config.sizing.base, 256 * sizing::kMi);
-  EXPECT_EQ(r.config.sizing.nccl_per_process, 64 * sizing::kMi);
-  EXPECT_EQ(r.config.sizing.min, sizing::kGi);
-  EXPECT_EQ(r.config.sizing.max, 64 * sizing::kGi);
-  EXPECT_EQ(r.config.sizing.default_size, 8 * sizing::kGi);
-  EXPECT_EQ(r.config.selection.label_keys.size(), 3u);
-  EXPECT_EQ(r.config.selection.image_globs, std::vector<std::string>{"*pytorch*"});
-  EXPECT_FALSE(r.config.selection.inject_init_containers);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ((*r).sizing.prefetch_factor, 2u);
+  EXPECT_EQ((*r).sizing.headroom_milli, 1500u);
+  EXPECT_EQ((*r).sizing.base, 256 * sizing::kMi);
+  EXPECT_EQ((*r).sizing.nccl_per_process, 64 * sizing::kMi);
+  EXPECT_EQ((*r).sizing.min, sizing::kGi);
+  EXPECT_EQ((*r).sizing.max, 64 * sizing::kGi);
+  EXPECT_EQ((*r).sizing.default_size, 8 * sizing::kGi);
+  EXPECT_EQ((*r).selection.label_keys.size(), 3u);
+  EXPECT_EQ((*r).selection.image_globs, std::vector<std::string>{"*pytorch*"});
+  EXPECT_FALSE((*r).selection.inject_init_containers);
 }
 
 TEST(Config, EveryKey) {
@@ -41,8 +41,8 @@ selection:
   injectInitContainers: true
   injectEphemeralContainers: true
 )");
-  ASSERT_TRUE(r.ok) << r.error;
-  const auto& c = r.config;
+  ASSERT_TRUE(r.ok()) << r.error();
+  const auto& c = (*r);
   EXPECT_EQ(c.sizing.prefetch_factor, 3u);
   EXPECT_EQ(c.sizing.headroom_milli, 1250u);
   EXPECT_EQ(c.sizing.base, 128 * sizing::kMi);
@@ -78,15 +78,15 @@ TEST(Config, ErrorsNameTheKey) {
   };
   for (const auto& c : cases) {
     auto r = parse_config(c.yaml);
-    EXPECT_FALSE(r.ok) << c.yaml;
-    EXPECT_NE(r.error.find(c.expect), std::string::npos) << "error \"" << r.error << "\" for " << c.yaml;
+    EXPECT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.error().find(c.expect), std::string::npos) << "error \"" << r.error() << "\" for " << c.yaml;
   }
 }
 
 TEST(Config, LoadFileNamesTheFile) {
   auto r = load_config_file("/nonexistent/shmguard.yaml");
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("/nonexistent/shmguard.yaml"), std::string::npos);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("/nonexistent/shmguard.yaml"), std::string::npos);
   char path[] = "/tmp/shmguard-config-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
@@ -94,8 +94,8 @@ TEST(Config, LoadFileNamesTheFile) {
   std::ofstream(path) << "sizing:\n  max: 16Gi\n";
   auto ok = load_config_file(path);
   std::remove(path);
-  ASSERT_TRUE(ok.ok) << ok.error;
-  EXPECT_EQ(ok.config.sizing.max, 16 * sizing::kGi);
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  EXPECT_EQ((*ok).sizing.max, 16 * sizing::kGi);
 }
 
 TEST(Config, HeadroomText) {

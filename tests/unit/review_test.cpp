@@ -144,9 +144,9 @@ TEST(Review, AuditModeAnswersWithoutAPatch) {
 
 TEST(Review, AuditModeFromTheConfigFile) {
   auto r = config::parse_config("mode: audit\n");
-  ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.config.mode, config::Mode::kAudit);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ((*r).mode, config::Mode::kAudit);
   auto bad = config::parse_config("mode: loud\n");
-  EXPECT_FALSE(bad.ok);
-  EXPECT_NE(bad.error.find("mode: must be enforce or audit"), std::string::npos) << bad.error;
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("mode: must be enforce or audit"), std::string::npos) << bad.error();
 }

@@ -13,8 +13,8 @@ std::string edit(const std::string& text, const std::string& pointer, const json
   YamlError err;
   EXPECT_TRUE(parse_document(text, doc, err)) << err.message;
   auto r = edit_in_place(text, doc, {{pointer, &ops}});
-  if (why) *why = r.why_not;
-  return r.ok ? r.text : "";
+  if (why) *why = r.error();
+  return r ? *r : "";
 }
 
 const json kMount = {{"name", "shmguard-dshm"}, {"mountPath", "/dev/shm"}};

@@ -52,11 +52,11 @@ int fail(const std::string& msg, int code = kExitBadInput) {
 bool load_config(const std::string& path, config::Config& out, std::string& err) {
   if (path.empty()) return true;
   auto r = config::load_config_file(path);
-  if (!r.ok) {
-    err = r.error;
+  if (!r.ok()) {
+    err = r.error();
     return false;
   }
-  out = std::move(r.config);
+  out = std::move(*r);
   return true;
 }
 

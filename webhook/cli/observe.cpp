@@ -232,8 +232,8 @@ int run_observe(const ObserveArgs& a) {
   config::Config cfg;
   if (!a.config_file.empty()) {
     auto r = config::load_config_file(a.config_file);
-    if (!r.ok) return fail(r.error);
-    cfg = r.config;
+    if (!r.ok()) return fail(r.error());
+    cfg = (*r);
   }
   if (a.command.empty()) return fail("give the command after --, e.g. shmguard observe -- python train.py");
   if (a.interval_ms < 1) return fail("--interval-ms must be at least 1");

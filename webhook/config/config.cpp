@@ -146,8 +146,7 @@ void validate(const Config& c) {
 
 }  // namespace
 
-ConfigResult parse_config(std::string_view yaml_text) {
-  ConfigResult r;
+Result<Config> parse_config(std::string_view yaml_text) {
   try {
     const YAML::Node root = YAML::Load(std::string(yaml_text));
     Config c;
@@ -162,29 +161,24 @@ ConfigResult parse_config(std::string_view yaml_text) {
       if (auto s = get(root, "selection")) read_selection(s, c.selection);
     }
     validate(c);
-    r.ok = true;
-    r.config = std::move(c);
+    return c;
   } catch (const Err& e) {
-    r.error = e.msg;
+    return Result<Config>::failure(e.msg);
   } catch (const YAML::Exception& e) {
-    r.error = "invalid YAML: " + e.msg + (e.mark.is_null() ? "" : " (line " + std::to_string(e.mark.line + 1) + ")");
+    return Result<Config>::failure("invalid YAML: " + e.msg +
+                                   (e.mark.is_null() ? "" : " (line " + std::to_string(e.mark.line + 1) + ")"));
   } catch (const std::exception& e) {
-    r.error = std::string("invalid config: ") + e.what();
+    return Result<Config>::failure(std::string("invalid config: ") + e.what());
   }
-  return r;
 }
 
-ConfigResult load_config_file(const std::string& path) {
+Result<Config> load_config_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    ConfigResult r;
-    r.error = path + ": cannot open config file";
-    return r;
-  }
+  if (!in) return Result<Config>::failure(path + ": cannot open config file");
   std::stringstream ss;
   ss << in.rdbuf();
   auto r = parse_config(ss.str());
-  if (!r.ok) r.error = path + ": " + r.error;
+  if (!r) return Result<Config>::failure(path + ": " + r.error());
   return r;
 }
 

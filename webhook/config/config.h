@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "sizing/formula.h"
 
 namespace shmguard::config {
@@ -34,17 +35,12 @@ struct Config {
   SelectionConfig selection;
 };
 
-struct ConfigResult {
-  bool ok = false;
-  Config config;
-  std::string error;
-};
 
 // Parses and validates a YAML config document. Unknown keys, wrong types and inconsistent
 // bounds are errors that name the key and its line. An empty document gives the defaults.
-ConfigResult parse_config(std::string_view yaml_text);
+Result<Config> parse_config(std::string_view yaml_text);
 
 // Reads and parses a config file; the error names the file.
-ConfigResult load_config_file(const std::string& path);
+Result<Config> load_config_file(const std::string& path);
 
 }  // namespace shmguard::config

@@ -277,22 +277,22 @@ bool OfflineRunner::write_changed(const RawDocument& raw, json& doc, std::vector
       }
     }
     auto edit = edit_in_place(raw.text, ydoc_, patches);
-    if (edit.ok) {
+    if (edit) {
       YamlError yerr;
       json& expected = doc;  // not needed unpatched any more
       expected.patch_inplace(combined);
-      if (!parse_document(edit.text, check_doc_, yerr)) {
-        edit = {false, "", "the edited text does not parse: " + yerr.message};
-      } else if (auto got = to_json(check_doc_.root, node_budget(edit.text), yerr); !got || *got != expected) {
-        edit = {false, "", "the edited text does not read back as the patched object"};
+      if (!parse_document(*edit, check_doc_, yerr)) {
+        edit = Result<std::string>::failure("the edited text does not parse: " + yerr.message);
+      } else if (auto got = to_json(check_doc_.root, node_budget(*edit), yerr); !got || *got != expected) {
+        edit = Result<std::string>::failure("the edited text does not read back as the patched object");
       }
     }
-    if (edit.ok) {
-      write(edit.text, &check_doc_);
+    if (edit) {
+      write(*edit, &check_doc_);
       return true;
     }
     for (auto& rep : reports)
-      if (rep.result.mutated()) rep.rewritten = edit.why_not;
+      if (rep.result.mutated()) rep.rewritten = edit.error();
   }
   // The re-emitter: the patched tree written out in full.
   if (!ydoc_.unshare(node_budget_)) {

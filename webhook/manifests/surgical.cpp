@@ -430,24 +430,18 @@ class Editor {
 
 }  // namespace
 
-SurgicalEdit edit_in_place(const std::string& text, const YamlDocument& doc,
-                           const std::vector<TemplatePatch>& patches) {
-  SurgicalEdit r;
-  if (!doc.root) {
-    r.why_not = "empty document";
-    return r;
-  }
+Result<std::string> edit_in_place(const std::string& text, const YamlDocument& doc,
+                                  const std::vector<TemplatePatch>& patches) {
+  if (!doc.root) return Result<std::string>::failure("empty document");
   try {
     Editor ed(text, doc);
     for (const auto& p : patches) ed.add_patch(p.pointer, *p.ops);
-    r.text = ed.apply();
-    r.ok = true;
+    return ed.apply();
   } catch (const Unsupported& u) {
-    r.why_not = u.why;
+    return Result<std::string>::failure(u.why);
   } catch (const std::exception& e) {
-    r.why_not = e.what();
+    return Result<std::string>::failure(e.what());
   }
-  return r;
 }
 
 }  // namespace shmguard::manifests

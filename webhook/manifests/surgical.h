@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
 #include "manifests/yaml_doc.h"
 
 namespace shmguard::manifests {
@@ -20,17 +21,12 @@ struct TemplatePatch {
   const nlohmann::json* ops;
 };
 
-struct SurgicalEdit {
-  bool ok = false;
-  std::string text;     // the edited document (ok)
-  std::string why_not;  // why the text could not be edited in place (!ok)
-};
-
 // `doc` must be `text` parsed by parse_document. Supports what inject_pod emits: "add" to the end
 // of a mapping or sequence, and "add"/"replace" of an existing value. The caller verifies the
 // result by parsing it; anything unsupported (a path through an anchor, a replaced block scalar)
 // returns !ok so the caller can fall back to the re-emitter.
-SurgicalEdit edit_in_place(const std::string& text, const YamlDocument& doc,
-                           const std::vector<TemplatePatch>& patches);
+// The edited text, or why it could not be edited in place.
+Result<std::string> edit_in_place(const std::string& text, const YamlDocument& doc,
+                                  const std::vector<TemplatePatch>& patches);
 
 }  // namespace shmguard::manifests

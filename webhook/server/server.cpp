@@ -92,11 +92,11 @@ bool WebhookServer::start(std::string& err) {
   } else {
     config_stamp_ = stamp_of(opts_.config_file);
     auto r = config::load_config_file(opts_.config_file);
-    if (!r.ok) {
-      err = r.error;
+    if (!r.ok()) {
+      err = r.error();
       return false;
     }
-    config_ = std::make_shared<const config::Config>(std::move(r.config));
+    config_ = std::make_shared<const config::Config>(std::move(*r));
   }
   if (!setup_tls(err)) return false;
 
@@ -235,14 +235,14 @@ void WebhookServer::check_reload() {
     if (!(st == config_stamp_)) {
       config_stamp_ = st;
       auto r = config::load_config_file(opts_.config_file);
-      if (r.ok) {
+      if (r.ok()) {
         std::lock_guard<std::mutex> lock(config_mu_);
-        config_ = std::make_shared<const config::Config>(std::move(r.config));
+        config_ = std::make_shared<const config::Config>(std::move(*r));
         metrics_.config_reload(true);
         log(Level::kInfo, "config reloaded", {{"file", opts_.config_file}});
       } else {
         metrics_.config_reload(false);
-        log(Level::kError, "config reload failed; keeping the previous config", {{"error", r.error}});
+        log(Level::kError, "config reload failed; keeping the previous config", {{"error", r.error()}});
       }
     }
   }

@@ -1,0 +1,3 @@
+module shmguard.local/go-baseline
+
+go 1.22

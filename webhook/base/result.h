@@ -1,0 +1,35 @@
+// The one result type of shmguard's fallible calls: a value, or a message saying what went wrong
+// (naming the file and line where there is one). Pure code returns these instead of throwing.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace shmguard {
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor): return x;
+  static Result failure(std::string message) {
+    Result r;
+    r.error_ = std::move(message);
+    return r;
+  }
+
+  bool ok() const { return value_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const T& operator*() const& { return *value_; }
+  T& operator*() & { return *value_; }
+  T&& operator*() && { return std::move(*value_); }
+  const T* operator->() const { return &*value_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  Result() = default;
+  std::optional<T> value_;
+  std::string error_;
+};
+
+}  // namespace shmguard
