@@ -411,7 +411,10 @@ class Editor {
     // "key: null" / "key:" in a block mapping: the value moves to the lines below the key.
     std::size_t erase_from = start;
     while (erase_from > 0 && text_[erase_from - 1] == ' ') --erase_from;
-    if (end > start) edits_.push_back(Edit{.at = erase_from, .erase = end - erase_from, .owner = key->start});
+    if (end > start) {
+      edits_.push_back(
+          Edit{.at = erase_from, .erase = end - erase_from, .insert = {}, .eol_first = false, .owner = key->start});
+    }
     bool eol_first = false;
     Edit e;
     e.owner = key->start;
