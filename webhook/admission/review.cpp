@@ -45,6 +45,31 @@ AdmissionOutcome bad_request(std::string msg) {
 
 }  // namespace
 
+std::string encode_response(const std::string& api_version, const std::string& uid, const std::string& patch_b64,
+                            const std::vector<std::string>& warnings) {
+  // Written by hand: the response is small and fixed in shape, and this is the hot path.
+  std::string body;
+  body.reserve(256 + patch_b64.size());
+  body = "{\"apiVersion\":";
+  body += json(api_version).dump();
+  body += ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":";
+  body += json(uid).dump(-1, ' ', false, json::error_handler_t::replace);
+  body += ",\"allowed\":true";
+  if (!patch_b64.empty()) {
+    body += ",\"patchType\":\"JSONPatch\",\"patch\":\"";
+    body += patch_b64;
+    body += '"';
+  }
+  if (!warnings.empty()) {
+    json w = json::array();
+    for (const auto& s : warnings) w.push_back(sanitize_warning(s));
+    body += ",\"warnings\":";
+    body += w.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  body += "}}";
+  return body;
+}
+
 const char* decision_name(Decision d) {
   switch (d) {
     case Decision::kInjected: return "injected";
@@ -165,25 +190,7 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
     o.warnings = {"shmguard internal error; pod admitted without /dev/shm sizing"};
     patch_b64.clear();
   }
-  // Written by hand: the response is small and fixed in shape, and this is the hot path.
-  o.body.reserve(256 + patch_b64.size());
-  o.body = "{\"apiVersion\":";
-  o.body += json(api_version).dump();
-  o.body += ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":";
-  o.body += json(uid).dump(-1, ' ', false, json::error_handler_t::replace);
-  o.body += ",\"allowed\":true";
-  if (!patch_b64.empty()) {
-    o.body += ",\"patchType\":\"JSONPatch\",\"patch\":\"";
-    o.body += patch_b64;
-    o.body += '"';
-  }
-  if (!o.warnings.empty()) {
-    json w = json::array();
-    for (const auto& s : o.warnings) w.push_back(sanitize_warning(s));
-    o.body += ",\"warnings\":";
-    o.body += w.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-  o.body += "}}";
+  o.body = encode_response(api_version, uid, patch_b64, o.warnings);
   return o;
 }
 

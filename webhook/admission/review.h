@@ -39,6 +39,11 @@ std::string base64_encode(std::string_view bytes);
 // Warnings as the apiserver accepts them: no control characters, bounded length.
 std::string sanitize_warning(std::string_view w);
 
+// The AdmissionReview response: always allowed (shmguard never blocks a pod), the request's
+// apiVersion and uid echoed, the base64 JSON patch when there is one, sanitized warnings.
+std::string encode_response(const std::string& api_version, const std::string& uid, const std::string& patch_b64,
+                            const std::vector<std::string>& warnings);
+
 // Handles one POST /mutate body. Never throws.
 AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg);
 
