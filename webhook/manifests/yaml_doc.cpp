@@ -689,6 +689,45 @@ auto guarded(YamlError& err, Walk&& walk) -> std::optional<decltype(walk())> {
 }
 }  // namespace
 
+namespace {
+// Compares without building the JSON: the read-back check of every edited document is on the
+// offline path's hot loop.
+bool same(const YamlNode* n, const json& j, std::size_t& budget) {
+  if (budget == 0) throw BudgetExceeded{};
+  --budget;
+  switch (n->kind) {
+    case YamlNode::Kind::kScalar:
+      return !j.is_structured() && scalar_json(*n) == j;
+    case YamlNode::Kind::kSequence:
+      if (!j.is_array() || j.size() != n->items.size()) return false;
+      for (std::size_t i = 0; i < n->items.size(); ++i)
+        if (!same(n->items[i], j[i], budget)) return false;
+      return true;
+    case YamlNode::Kind::kMap: {
+      if (!j.is_object()) return false;
+      if (j.size() != n->pairs.size()) return convert(n, budget) == j;  // duplicate keys: last one wins
+      for (const auto& [k, v] : n->pairs) {
+        auto it = j.find(key_text(k));
+        if (it == j.end() || !same(v, *it, budget)) return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool equals_json(const YamlNode* node, const json& expected, std::size_t budget) {
+  if (!node) return expected.is_null();
+  try {
+    return same(node, expected, budget);
+  } catch (const BudgetExceeded&) {
+    return false;
+  } catch (const Unconvertible&) {
+    return false;
+  }
+}
+
 std::optional<json> to_json(const YamlNode* node, std::size_t budget, YamlError& err) {
   if (!node) return json(nullptr);
   return guarded(err, [&] { return convert(node, budget); });

@@ -109,6 +109,10 @@ bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err);
 // bombs fail instead of expanding; std::nullopt and `err` when exceeded or unconvertible.
 std::optional<nlohmann::json> to_json(const YamlNode* node, std::size_t budget, YamlError& err);
 
+// True when `node` reads as exactly `expected` (as to_json would convert it), without building
+// the JSON. False too when the walk exceeds `budget` nodes.
+bool equals_json(const YamlNode* node, const nlohmann::json& expected, std::size_t budget);
+
 // Applies RFC 6902 add/replace/remove operations to the tree, with `prefix` (a JSON pointer)
 // prepended to each path. False with `err` when a path does not resolve.
 bool apply_patch(YamlDocument& doc, const std::string& prefix, const nlohmann::json& patch, std::string& err);
