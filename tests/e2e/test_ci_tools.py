@@ -298,6 +298,14 @@ def test_review_against_a_running_webhook(certs, server):
     j = json.loads(run("review", "--server", url + "/mutate", "--ca", str(certs / "ca.crt"), "--server-name",
                        "shmguard.shmguard.svc", "-f", str(EXAMPLES / "pod-pytorch-image.yaml"), "-o", "json").stdout)
     assert j[0]["decision"] == "patched: /dev/shm 8Gi" and j[0]["patch"][0]["op"] == "add"
+    # A Kubeflow template is sent as its operator creates the pods: with the job-name label.
+    job = Path(server.ca).parent / "plain-job.yaml"
+    job.write_text("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: plain\nspec:\n"
+                   "  pytorchReplicaSpecs:\n    Worker:\n      template:\n        spec:\n          containers:\n"
+                   "          - name: pytorch\n            image: ghcr.io/acme/trainer:1\n")
+    r = run("review", "--server", url, "--ca", str(certs / "ca.crt"), "--server-name", "shmguard.shmguard.svc",
+            "-f", str(job), "--expect-injected")
+    assert r.returncode == 0 and "PyTorchJob/plain spec.pytorchReplicaSpecs.Worker.template -> patched: /dev/shm 8Gi" in r.stdout, r.stdout + r.stderr
     # The certificate is checked: the wrong name and the wrong CA both fail, naming the server.
     r = run("review", "--server", url, "--ca", str(certs / "ca.crt"), "-f", str(EXAMPLES))
     assert r.returncode == 2 and "not valid for 127.0.0.1" in r.stderr

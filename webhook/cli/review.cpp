@@ -68,6 +68,12 @@ json pod_for(const manifests::TemplateReport& r) {
   json md = r.object.value("metadata", json::object());
   if (!md.is_object()) md = json::object();
   if (!md.contains("name") && !md.contains("generateName")) md["generateName"] = (r.name.empty() ? "pod" : r.name) + "-";
+  if (r.training_kind) {
+    // The training operator labels the pods it creates from the template; so does this review.
+    if (!md.contains("labels") || !md["labels"].is_object()) md["labels"] = json::object();
+    if (!md["labels"].contains("training.kubeflow.org/job-name"))
+      md["labels"]["training.kubeflow.org/job-name"] = r.name.empty() ? "job" : r.name;
+  }
   pod["metadata"] = md;
   return pod;
 }
