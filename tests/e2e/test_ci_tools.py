@@ -218,6 +218,12 @@ def test_fn_results_name_resource_and_file():
                     "file": {"path": "train/resnet.yaml", "index": 1}}]
     assert res[0]["message"].startswith("injected ")
     assert run("fn", stdin="apiVersion: v1\nkind: Pod\n").returncode == 1
+    # An earlier function's results stay first, and block YAML stays block YAML.
+    r = run("fn", stdin=(FN / "03-too-small-and-stale.yaml").read_text())
+    assert r.stdout.startswith("apiVersion: config.kubernetes.io/v1\n")
+    out = yaml.safe_load(r.stdout)
+    assert out["results"][0] == {"message": "from an earlier function", "severity": "info"}
+    assert [x["severity"] for x in out["results"][1:]] == ["warning", "warning"]
 
 
 @pytest.mark.skipif(not tool("kustomize"), reason="kustomize not built (hack/testbin.sh)")

@@ -126,6 +126,22 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
     for (auto& res : results_for(*list, r)) results.push_back(std::move(res));
 
   std::string body = mutated.str();
+  // An earlier function's results as the list's last key, in block style: ours go after them.
+  const auto& pairs = doc.root->pairs;
+  const manifests::YamlNode* prior = !pairs.empty() && pairs.back().first->value == "results" ? pairs.back().second : nullptr;
+  if (prior && prior->kind == manifests::YamlNode::Kind::kSequence && !prior->flow && !prior->items.empty() &&
+      !doc.root->flow) {
+    if (!body.empty() && body.back() != '\n') body += '\n';
+    const std::string pad(static_cast<std::size_t>(prior->column), ' ');
+    const std::size_t ours = results.size() - (*list)["results"].size();
+    for (std::size_t i = results.size() - ours; i < results.size(); ++i) {
+      std::string item;
+      append_yaml(item, results[i], prior->column + 2, true);
+      body += pad + "- " + item;
+    }
+    out << body;
+    return 0;
+  }
   if (!had_results && !doc.root->flow) {
     // Block YAML in, block YAML out: the results go after the last key, nothing else moves.
     if (!body.empty() && body.back() != '\n') body += '\n';
