@@ -126,6 +126,31 @@ class Server:
         self.log.close()
 
 
+def slow_header_clients(server, n):
+    """n TLS clients that have started a request and will only ever send more header lines."""
+    ctx = server.tls_context()
+    slow = []
+    for _ in range(n):
+        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=SERVICE_DNS)
+        s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\n")
+        slow.append(s)
+    return slow
+
+
+def worst_live_admission(server, slow, rounds, pause=0.0):
+    """The slowest of `rounds` real admissions, each after one more header line from every slow client."""
+    worst = 0.0
+    for _ in range(rounds):
+        for s in slow:
+            s.sendall(b"X-Slow: 1\r\n")
+        t = time.perf_counter()
+        status, _ = server.post(review(training_pod()))
+        worst = max(worst, time.perf_counter() - t)
+        assert status == 200
+        time.sleep(pause)
+    return worst
+
+
 def review(pod, api_version="admission.k8s.io/v1", uid="b5f9d4f0-0c1e-4f0b-9a3c-6d1c2a7e9f10",
            operation="CREATE", name=None, namespace="ml", dry_run=False):
     req = {"uid": uid, "kind": {"group": "", "version": "v1", "kind": "Pod"},

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import BIN, SANITIZED, SERVICE_DNS, review, training_pod
+from conftest import BIN, SANITIZED, SERVICE_DNS, review, slow_header_clients, training_pod, worst_live_admission
 
 
 def rss_kb(pid):
@@ -183,22 +183,8 @@ def test_huge_document_is_bounded():
 def test_600_slow_header_clients_do_not_starve_live_requests(server):
     """What starves a thread-per-connection server (README "Libraries"): 600 TLS clients that
     send one header line a second and never finish. Live admissions must stay under 1 s."""
-    ctx = server.tls_context()
-    slow = []
-    for _ in range(600):
-        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=SERVICE_DNS)
-        s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\n")
-        slow.append(s)
-    worst = 0.0
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        for s in slow:
-            s.sendall(b"X-Slow: 1\r\n")
-        t = time.perf_counter()
-        status, _ = server.post(review(training_pod()))
-        worst = max(worst, time.perf_counter() - t)
-        assert status == 200
-        time.sleep(0.2)
+    slow = slow_header_clients(server, 600)
+    worst = worst_live_admission(server, slow, rounds=25, pause=0.2)
     for s in slow:
         s.close()
     print(f"\n600 slow-header clients: worst live admission {worst * 1000:.1f} ms")

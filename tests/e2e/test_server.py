@@ -10,7 +10,7 @@ import time
 import jsonpatch
 import pytest
 
-from conftest import SERVICE_DNS, Server, decode_patch, gen_certs, review, training_pod
+from conftest import SERVICE_DNS, Server, decode_patch, gen_certs, review, slow_header_clients, training_pod, worst_live_admission
 
 
 def admit(server, pod, **kw):
@@ -258,19 +258,8 @@ def test_idle_and_slow_clients_do_not_delay_real_requests(server):
     for _ in range(50):  # completed handshakes that never send a request
         s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=SERVICE_DNS)
         idle.append(s)
-    slow = []
-    for _ in range(50):  # slowloris: a header line now and then
-        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=SERVICE_DNS)
-        s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\n")
-        slow.append(s)
-    worst = 0.0
-    for i in range(30):
-        for s in slow:
-            s.sendall(b"X-Slow: 1\r\n")
-        t = time.perf_counter()
-        status, _ = server.post(review(training_pod()))
-        worst = max(worst, time.perf_counter() - t)
-        assert status == 200
+    slow = slow_header_clients(server, 50)  # slowloris: a header line now and then
+    worst = worst_live_admission(server, slow, rounds=30)
     assert worst < 0.5, f"a real request took {worst:.3f}s beside idle and slow clients"
     for s in idle + slow:
         s.close()
