@@ -102,6 +102,12 @@ int spawn(const std::vector<std::string>& cmd, Child& c) {
 volatile sig_atomic_t g_forward = 0;
 void on_signal(int sig) { g_forward = sig; }
 
+// PyTorch's two ways of saying its workers ran out of shared memory.
+bool says_bus_error(const std::string& text) {
+  return (text.find("Bus error") != std::string::npos && text.find("DataLoader worker") != std::string::npos) ||
+         text.find("Unexpected bus error encountered in worker") != std::string::npos;
+}
+
 // Samples /dev/shm every interval until the command exits, passing its stderr through.
 void watch(const Child& c, int interval_ms, ObserveReport& r, std::uint64_t baseline) {
   const auto start = Clock::now();
@@ -127,8 +133,7 @@ void watch(const Child& c, int interval_ms, ObserveReport& r, std::uint64_t base
       if (n > 0) {
         (void)!::write(STDERR_FILENO, buf, static_cast<std::size_t>(n));
         tail.append(buf, static_cast<std::size_t>(n));
-        if (tail.find("Bus error") != std::string::npos && tail.find("DataLoader worker") != std::string::npos)
-          r.bus_error = true;
+        if (says_bus_error(tail)) r.bus_error = true;
         if (tail.size() > 4096) tail.erase(0, tail.size() - 1024);
       } else {
         stderr_open = false;  // closed early (the command redirected it); keep sampling
@@ -142,8 +147,7 @@ void watch(const Child& c, int interval_ms, ObserveReport& r, std::uint64_t base
     (void)!::write(STDERR_FILENO, buf, static_cast<std::size_t>(n));
     tail.append(buf, static_cast<std::size_t>(n));
   }
-  if (tail.find("Bus error") != std::string::npos && tail.find("DataLoader worker") != std::string::npos)
-    r.bus_error = true;
+  if (says_bus_error(tail)) r.bus_error = true;
   ::close(c.err_fd);
   r.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
   if (WIFEXITED(status)) {
