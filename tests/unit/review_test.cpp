@@ -150,3 +150,11 @@ TEST(Review, AuditModeFromTheConfigFile) {
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("mode: must be enforce or audit"), std::string::npos) << bad.error();
 }
+
+TEST(Review, Base64DecodeInvertsEncode) {
+  for (std::string s : {std::string(), std::string("a"), std::string("ab"), std::string("abc"),
+                        std::string(1000, '\xff'), std::string("[{\"op\":\"add\"}]\n\x01")}) {
+    EXPECT_EQ(admission::base64_decode(base64_encode(s)), s);
+    EXPECT_EQ(admission::base64_decode(base64_encode(s) + "\n"), s);
+  }
+}

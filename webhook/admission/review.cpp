@@ -111,6 +111,29 @@ std::string base64_encode(std::string_view in) {
   return out;
 }
 
+std::string base64_decode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  std::uint32_t val = 0;
+  int bits = -8;
+  for (unsigned char c : in) {
+    int d;
+    if (c >= 'A' && c <= 'Z') d = c - 'A';
+    else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') d = c - '0' + 52;
+    else if (c == '+') d = 62;
+    else if (c == '/') d = 63;
+    else continue;
+    val = ((val << 6) | static_cast<std::uint32_t>(d)) & 0xFFFFFF;  // only the last 24 bits matter
+    bits += 6;
+    if (bits >= 0) {
+      out += static_cast<char>((val >> bits) & 0xFF);
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
 std::string sanitize_warning(std::string_view w) {
   std::string out;
   for (char c : w) {

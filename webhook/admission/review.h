@@ -35,6 +35,9 @@ inline constexpr std::size_t kMaxJsonDepth = 128;
 
 // Standard base64 with padding.
 std::string base64_encode(std::string_view bytes);
+// Its inverse, for clients reading a webhook's patch (`shmguard review`). Characters outside the
+// alphabet (padding, line breaks) are skipped.
+std::string base64_decode(std::string_view text);
 
 // Warnings as the apiserver accepts them: no control characters, bounded length.
 std::string sanitize_warning(std::string_view w);

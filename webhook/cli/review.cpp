@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "admission/review.h"
 #include "manifests/offline.h"
 
 namespace shmguard::cli {
@@ -95,27 +96,6 @@ json review_for(const json& pod, const std::string& ns, std::size_t n) {
             {"options", {{"apiVersion", "meta.k8s.io/v1"}, {"kind", "CreateOptions"}}}}}};
 }
 
-std::string base64_decode(const std::string& in) {
-  std::string out;
-  int val = 0, bits = -8;
-  for (unsigned char c : in) {
-    int d;
-    if (c >= 'A' && c <= 'Z') d = c - 'A';
-    else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') d = c - '0' + 52;
-    else if (c == '+') d = 62;
-    else if (c == '/') d = 63;
-    else continue;
-    val = (val << 6) + d;
-    bits += 6;
-    if (bits >= 0) {
-      out += static_cast<char>((val >> bits) & 0xFF);
-      bits -= 8;
-    }
-  }
-  return out;
-}
-
 // A small DataLoader pod, for `helm test` and smoke tests: what the webhook must inject.
 constexpr const char* kTestPod = R"(apiVersion: v1
 kind: Pod
@@ -201,7 +181,7 @@ int run_review(const ReviewArgs& a) {
     }
     json body = json::parse(res->body, nullptr, false);
     const json resp = body.is_object() ? body.value("response", json::object()) : json::object();
-    json patch = resp.contains("patch") ? json::parse(base64_decode(resp["patch"].get<std::string>()), nullptr, false)
+    json patch = resp.contains("patch") ? json::parse(admission::base64_decode(resp["patch"].get<std::string>()), nullptr, false)
                                         : json(nullptr);
     const bool allowed = resp.value("allowed", false);
     const json warnings = resp.value("warnings", json::array());
