@@ -210,7 +210,7 @@ class Editor {
       const auto slash = path.rfind('/');
       if (slash == std::string::npos) throw Unsupported{"cannot patch the document root"};
       const std::string parent_ptr = path.substr(0, slash);
-      const std::string last = unescape(path.substr(slash + 1));
+      const std::string last = pointer_tokens(path.substr(slash)).back();
       bool through_anchor = false;
       const YamlNode* parent = resolve(doc_.root, parent_ptr, &through_anchor);
       if (!parent) throw Unsupported{"path " + path + " does not resolve"};
@@ -266,18 +266,6 @@ class Editor {
   Style st_;
   std::vector<Edit> edits_;
   std::vector<std::pair<const YamlNode*, std::vector<Entry>>> appends_;  // in patch order
-
-  static std::string unescape(const std::string& tok) {
-    std::string out;
-    for (std::size_t i = 0; i < tok.size(); ++i) {
-      if (tok[i] == '~' && i + 1 < tok.size() && (tok[i + 1] == '0' || tok[i + 1] == '1')) {
-        out += tok[++i] == '0' ? '~' : '/';
-      } else {
-        out += tok[i];
-      }
-    }
-    return out;
-  }
 
   void append(const YamlNode* parent, Entry e) {
     for (auto& [node, entries] : appends_) {

@@ -178,28 +178,6 @@ YamlNode* from_json(YamlDocument& doc, const json& j) {
   }
 }
 
-std::vector<std::string> pointer_tokens(const std::string& ptr) {
-  std::vector<std::string> out;
-  if (ptr.empty()) return out;
-  std::size_t pos = 1;
-  while (true) {
-    auto next = ptr.find('/', pos);
-    std::string raw = ptr.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-    std::string tok;
-    for (std::size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
-        tok += raw[i + 1] == '0' ? '~' : '/';
-        ++i;
-      } else {
-        tok += raw[i];
-      }
-    }
-    out.push_back(std::move(tok));
-    if (next == std::string::npos) break;
-    pos = next + 1;
-  }
-  return out;
-}
 
 bool seq_index(const std::string& tok, std::size_t size, std::size_t& idx) {
   if (!all_digits(tok) || tok.size() > 9) return false;
@@ -770,6 +748,29 @@ std::optional<std::string> strip_trailing_block_scalar(const YamlDocument& doc, 
   }
   if (strip) return std::nullopt;
   return text.substr(0, from) + digits + "-" + text.substr(to);
+}
+
+std::vector<std::string> pointer_tokens(const std::string& ptr) {
+  std::vector<std::string> out;
+  if (ptr.empty()) return out;
+  std::size_t pos = 1;
+  while (true) {
+    auto next = ptr.find('/', pos);
+    std::string raw = ptr.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    std::string tok;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
+        tok += raw[i + 1] == '0' ? '~' : '/';
+        ++i;
+      } else {
+        tok += raw[i];
+      }
+    }
+    out.push_back(std::move(tok));
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return out;
 }
 
 const YamlNode* resolve(const YamlNode* root, const std::string& pointer, bool* through_anchor) {

@@ -97,6 +97,9 @@ class TextIndex {
 // next file's documents) does not become part of its value. std::nullopt when nothing needs it.
 std::optional<std::string> strip_trailing_block_scalar(const YamlDocument& doc, const std::string& text);
 
+// The reference tokens of a JSON pointer, unescaped ("~1" -> "/", "~0" -> "~").
+std::vector<std::string> pointer_tokens(const std::string& pointer);
+
 // The node at a JSON pointer (mapping keys and sequence indexes), or null. `through_anchor` is
 // set when the walk passes through an anchored node, whose text other places may share.
 const YamlNode* resolve(const YamlNode* root, const std::string& pointer, bool* through_anchor = nullptr);
