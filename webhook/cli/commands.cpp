@@ -19,6 +19,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/flags.h"
 #include "cli/krm_function.h"
 #include "cli/observe.h"
 #include "cli/report.h"
@@ -65,20 +66,6 @@ struct SizeArgs {
   std::string batch, workers, sample, prefetch, procs, memory_limit, output = "text", config_file;
 };
 
-bool positive(const std::string& flag, const std::string& text, bool allow_zero, std::uint64_t& out, std::string& err) {
-  auto v = sizing::parse_count(text);  // the one parser for counts: flags, annotations, config
-  if (!v) {
-    err = flag + ": expected a whole number, got \"" + text + "\"";
-    return false;
-  }
-  if (*v == 0 && !allow_zero) {
-    err = flag + ": must be at least 1";
-    return false;
-  }
-  out = *v;
-  return true;
-}
-
 bool quantity(const std::string& flag, const std::string& text, std::uint64_t& out, std::string& err) {
   auto q = sizing::parse_quantity(text);
   if (!q.ok) {
@@ -99,18 +86,18 @@ int run_size(const SizeArgs& a) {
   if (!load_config(a.config_file, cfg, err)) return fail(err);
   sizing::SizingInput in;
   std::uint64_t v = 0;
-  if (!positive("--batch-size", a.batch, false, v, err)) return fail(err);
+  if (!count_flag("--batch-size", a.batch, false, v, err)) return fail(err);
   in.batch_size = v;
-  if (!positive("--num-workers", a.workers, true, v, err)) return fail(err);
+  if (!count_flag("--num-workers", a.workers, true, v, err)) return fail(err);
   in.num_workers = v;
   if (!quantity("--sample-size", a.sample, v, err)) return fail(err);
   in.sample_size = v;
   if (!a.prefetch.empty()) {
-    if (!positive("--prefetch-factor", a.prefetch, false, v, err)) return fail(err);
+    if (!count_flag("--prefetch-factor", a.prefetch, false, v, err)) return fail(err);
     in.prefetch_factor = v;
   }
   if (!a.procs.empty()) {
-    if (!positive("--procs-per-pod", a.procs, false, v, err)) return fail(err);
+    if (!count_flag("--procs-per-pod", a.procs, false, v, err)) return fail(err);
     in.procs = v;
   }
   if (!a.memory_limit.empty()) {

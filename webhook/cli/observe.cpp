@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/flags.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::cli {
@@ -159,19 +160,14 @@ void watch(const Child& c, int interval_ms, ObserveReport& r, std::uint64_t base
   }
 }
 
-bool count_flag(const std::string& flag, const std::string& text, std::uint64_t dflt, bool zero_ok,
-                std::uint64_t& out, std::string& err) {
+// An optional count flag: `dflt` when not given.
+bool optional_count(const std::string& flag, const std::string& text, std::uint64_t dflt, bool zero_ok,
+                    std::uint64_t& out, std::string& err) {
   if (text.empty()) {
     out = dflt;
     return true;
   }
-  auto v = sizing::parse_count(text);
-  if (!v || (*v == 0 && !zero_ok)) {
-    err = flag + ": expected a whole number" + (zero_ok ? "" : " >= 1") + ", got \"" + text + "\"";
-    return false;
-  }
-  out = *v;
-  return true;
+  return count_flag(flag, text, zero_ok, out, err);
 }
 
 std::uint64_t round_up(std::uint64_t v, std::uint64_t unit) { return (v + unit - 1) / unit * unit; }
@@ -243,10 +239,10 @@ int run_observe(const ObserveArgs& a) {
   if (a.interval_ms < 1) return fail("--interval-ms must be at least 1");
   std::uint64_t batch = 0, workers = 0, prefetch = 0, procs = 0;
   std::string err;
-  if (!count_flag("--batch-size", a.batch, 0, false, batch, err) ||
-      !count_flag("--num-workers", a.workers, 0, true, workers, err) ||
-      !count_flag("--prefetch-factor", a.prefetch, cfg.sizing.prefetch_factor, false, prefetch, err) ||
-      !count_flag("--procs-per-pod", a.procs, 1, false, procs, err))
+  if (!optional_count("--batch-size", a.batch, 0, false, batch, err) ||
+      !optional_count("--num-workers", a.workers, 0, true, workers, err) ||
+      !optional_count("--prefetch-factor", a.prefetch, cfg.sizing.prefetch_factor, false, prefetch, err) ||
+      !optional_count("--procs-per-pod", a.procs, 1, false, procs, err))
     return fail(err);
   if (a.batch.empty() != a.workers.empty()) return fail("--batch-size and --num-workers go together");
 
