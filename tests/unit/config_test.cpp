@@ -71,6 +71,7 @@ TEST(Config, ErrorsNameTheKey) {
       {"sizing:\n  prefetchFactor: 0\n", "sizing.prefetchFactor"},
       {"sizing:\n  base: -1Mi\n", "sizing.base"},
       {"selection:\n  labelKeys: team\n", "selection.labelKeys"},
+      {"selection:\n  labelKeys: [\"=trainer\"]\n", "selection.labelKeys"},
       {"selection:\n  injectInitContainers: maybe\n", "selection.injectInitContainers"},
       {"sizing: [1, 2]\n", "sizing"},
       {"- a\n- b\n", "expected a mapping"},

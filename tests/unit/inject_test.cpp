@@ -122,7 +122,8 @@ TEST(Inject, GpuLimitSetsProcesses) {
   ASSERT_TRUE(r.sizing);
   // 4 x 576Mi x 1.5 + 4 x 64Mi + 256Mi = 3456 + 256 + 256 = 3968Mi
   EXPECT_EQ(r.size(), 3968 * sizing::kMi);
-  EXPECT_NE(r.sizing->explanation.find("(GPUs)"), std::string::npos);
+  EXPECT_NE(r.sizing->explanation.find("procs 4 from nvidia.com/gpu limit"), std::string::npos)
+      << r.sizing->explanation;
 }
 
 TEST(Inject, MemoryLimitWarning) {

@@ -44,12 +44,27 @@ TEST(Recognize, OptInAndSizingAnnotations) {
 }
 
 TEST(Recognize, LabelKeys) {
-  for (const char* key : {"training.kubeflow.org/job-name", "training.kubeflow.org/replica-type",
-                          "trainer.kubeflow.org/trainjob-ancestor-step"}) {
+  for (const char* key : {"training.kubeflow.org/job-name", "training.kubeflow.org/replica-type"}) {
     auto r = recognize(pod({{key, "x"}}, nullptr), cfg);
     EXPECT_EQ(r.verdict, Verdict::kTraining) << key;
+    EXPECT_EQ(r.because, std::string("label ") + key);
   }
   EXPECT_EQ(recognize(pod({{"app", "web"}}, nullptr), cfg).verdict, Verdict::kNotTraining);
+}
+
+TEST(Recognize, LabelKeyEqualsValue) {
+  // Kubeflow Trainer's trainer step is a training pod; its initializer steps run no DataLoader.
+  const char* step = "trainer.kubeflow.org/trainjob-ancestor-step";
+  auto r = recognize(pod({{step, "trainer"}}, nullptr), cfg);
+  EXPECT_EQ(r.verdict, Verdict::kTraining);
+  EXPECT_EQ(r.because, "label trainer.kubeflow.org/trainjob-ancestor-step=trainer");
+  for (const char* other : {"dataset-initializer", "model-initializer", "trainerx", ""})
+    EXPECT_EQ(recognize(pod({{step, other}}, nullptr), cfg).verdict, Verdict::kNotTraining) << other;
+  config::SelectionConfig custom;
+  custom.label_keys = {"team=ml", "gpu"};
+  EXPECT_EQ(recognize(pod({{"team", "ml"}}, nullptr), custom).verdict, Verdict::kTraining);
+  EXPECT_EQ(recognize(pod({{"team", "web"}}, nullptr), custom).verdict, Verdict::kNotTraining);
+  EXPECT_EQ(recognize(pod({{"gpu", "anything"}}, nullptr), custom).verdict, Verdict::kTraining);
 }
 
 TEST(Recognize, Images) {

@@ -15,10 +15,12 @@ using nlohmann::json;
 using inject::str_field;
 
 
-// The parts of an AdmissionReview the webhook reads. Everything else (env, command, probes,
-// oldObject, userInfo, ...) is validated but not built: half the allocations of a typical pod.
-// Arrays are kept whole, so indexes in the patch still address the object as received.
-const Keep kContainer{{{"name", nullptr}, {"image", nullptr}, {"volumeMounts", nullptr}, {"resources", nullptr}}};
+// The parts of an AdmissionReview the webhook reads (a container's command, args and env tell the
+// process count, inject/procs.h). Everything else (probes, ports, oldObject, userInfo, ...) is
+// validated but not built. Arrays are kept whole, so indexes in the patch still address the
+// object as received.
+const Keep kContainer{{{"name", nullptr}, {"image", nullptr}, {"volumeMounts", nullptr}, {"resources", nullptr},
+                       {"command", nullptr}, {"args", nullptr}, {"env", nullptr}}};
 const Keep kContainers{{}, &kContainer};
 const Keep kSpec{{{"hostIPC", nullptr},
                   {"containers", &kContainers},
@@ -190,6 +192,9 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
       auto r = inject::inject_pod(pod, cfg);
       o.reason = r.reason;
       o.warnings = r.warnings;
+      if (r.sizing && r.sizing->source == sizing::SizeSource::kFormula)
+        o.procs = std::to_string(r.sizing->procs) + " from " +
+                  (r.sizing->procs_source.empty() ? std::string("default") : r.sizing->procs_source);
       if (r.mutated() && cfg.mode == config::Mode::kAudit) {
         o.decision = Decision::kAudit;
         o.size_bytes = r.size();

@@ -26,6 +26,7 @@ struct AdmissionOutcome {
   Decision decision = Decision::kSkipped;
   std::string reason;         // engine reason or why the request was not processed
   std::string size;           // injected size, canonical quantity
+  std::string procs;          // "2 from PET_NPROC_PER_NODE" when the formula sized the pod
   std::vector<std::string> warnings;
   std::uint64_t size_bytes = 0;
   std::string error;          // internal error text, when decision is kError

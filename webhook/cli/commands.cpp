@@ -99,6 +99,7 @@ int run_size(const SizeArgs& a) {
   if (!a.procs.empty()) {
     if (!count_flag("--procs-per-pod", a.procs, false, v, err)) return fail(err);
     in.procs = v;
+    in.procs_source = "--procs-per-pod";
   }
   if (!a.memory_limit.empty()) {
     if (!quantity("--memory-limit", a.memory_limit, v, err)) return fail(err);
@@ -111,6 +112,8 @@ int run_size(const SizeArgs& a) {
                         {"needBytes", r.need},
                         {"explanation", r.explanation},
                         {"exceedsMemoryLimit", r.exceeds_memory_limit},
+                        {"procs", r.procs},
+                        {"procsSource", r.procs_source.empty() ? "default" : r.procs_source},
                         {"warnings", r.warnings}};
     std::cout << j.dump(2) << "\n";
   } else {

@@ -74,6 +74,8 @@ void render_json(std::ostream& os, const std::vector<Record>& records, const Tot
               {"failed", r.failed}};
     j["size"] = r.size.empty() ? json(nullptr) : json(r.size);
     j["existing"] = r.existing.empty() ? json(nullptr) : json(r.existing);
+    j["sizing"] = r.sizing.empty() ? json(nullptr) : json(r.sizing);
+    if (r.procs) j["procs"] = {{"count", r.procs}, {"source", r.procs_source.empty() ? "default" : r.procs_source}};
     items.push_back(std::move(j));
   }
   json by_rule = json::object();
@@ -234,7 +236,14 @@ Record make_record(const manifests::TemplateReport& rep, const FailOn& fail_on) 
   r.decision = rep.decision_text(false);
   r.reason = rep.result.reason;
   const auto& res = rep.result;
-  if (res.sizing) r.size = sizing::format_quantity(res.sizing->bytes);
+  if (res.sizing) {
+    r.size = sizing::format_quantity(res.sizing->bytes);
+    r.sizing = res.sizing->explanation;
+    if (res.sizing->source == sizing::SizeSource::kFormula) {
+      r.procs = res.sizing->procs;
+      r.procs_source = res.sizing->procs_source;
+    }
+  }
   if (res.existing_size) r.existing = sizing::format_quantity(*res.existing_size);
   for (std::size_t i = 0; i < res.warnings.size(); ++i) {
     int line = i < rep.warning_lines.size() ? rep.warning_lines[i] : rep.line;
@@ -249,7 +258,9 @@ Record make_record(const manifests::TemplateReport& rep, const FailOn& fail_on) 
 }
 
 void render_text_record(std::ostream& os, const Record& r) {
-  os << r.file << ":" << r.line << " " << subject(r) << " -> " << r.decision << "\n";
+  os << r.file << ":" << r.line << " " << subject(r) << " -> " << r.decision;
+  if (!r.procs_source.empty()) os << " (" << r.procs << (r.procs == 1 ? " proc" : " procs") << " from " << r.procs_source << ")";
+  os << "\n";
   for (const auto& [line, msg] : r.warnings) os << r.file << ":" << line << ": warning: " << msg << "\n";
 }
 

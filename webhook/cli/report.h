@@ -40,6 +40,9 @@ struct Record {
   std::string kind, name, path, decision, reason;
   std::string size;      // what shmguard sets or would set
   std::string existing;  // the sizeLimit already there, when known
+  std::string sizing;    // the arithmetic behind `size` (shmguard.io/sizing), when computed
+  std::uint64_t procs = 0;   // processes the formula sized for (0: the formula was not used)
+  std::string procs_source;  // what gave them ("" for the default of 1)
   std::vector<std::pair<int, std::string>> warnings;  // line, message
   std::vector<Finding> findings;
   bool failed = false;

@@ -10,6 +10,7 @@
 
 #include "admission/review.h"
 #include "manifests/offline.h"
+#include "manifests/templates.h"
 
 namespace shmguard::cli {
 namespace {
@@ -64,19 +65,12 @@ bool parse_url(const std::string& s, Url& u, std::string& err) {
 
 // The pod a controller would create from a template, as the API server sends it for admission.
 json pod_for(const manifests::TemplateReport& r) {
-  if (r.path == "(pod)") return r.object;
-  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"spec", r.object.value("spec", json::object())}};
-  json md = r.object.value("metadata", json::object());
-  if (!md.is_object()) md = json::object();
-  if (!md.contains("name") && !md.contains("generateName")) md["generateName"] = (r.name.empty() ? "pod" : r.name) + "-";
-  if (r.training_kind) {
-    // The training operator labels the pods it creates from the template; so does this review.
-    if (!md.contains("labels") || !md["labels"].is_object()) md["labels"] = json::object();
-    if (!md["labels"].contains("training.kubeflow.org/job-name"))
-      md["labels"]["training.kubeflow.org/job-name"] = r.name.empty() ? "job" : r.name;
-  }
-  pod["metadata"] = md;
-  return pod;
+  manifests::TemplateRef ref;
+  ref.path = r.path;
+  ref.name = r.name;
+  ref.training_kind = r.training_kind;
+  ref.owner_procs = r.owner_procs;
+  return manifests::operator_pod(r.object, ref);
 }
 
 json review_for(const json& pod, const std::string& ns, std::size_t n) {

@@ -135,6 +135,9 @@ void read_selection(const YAML::Node& s, SelectionConfig& c) {
 }
 
 void validate(const Config& c) {
+  for (const auto& rule : c.selection.label_keys)
+    if (rule.empty() || rule[0] == '=')
+      throw Err{"selection.labelKeys: \"" + rule + "\" has no label key (expected key or key=value)"};
   if (c.sizing.min == 0) throw Err{"sizing.min: must be greater than 0"};
   if (c.sizing.min > c.sizing.max)
     throw Err{"sizing.min (" + sizing::format_quantity(c.sizing.min) + ") is above sizing.max (" +

@@ -15,10 +15,12 @@ namespace shmguard::config {
 using SizingConfig = sizing::Params;
 
 struct SelectionConfig {
+  // "key" (any value) or "key=value". Kubeflow Trainer's initializer steps carry the ancestor-step
+  // key too, with their own values, and run no DataLoader.
   std::vector<std::string> label_keys{
       "training.kubeflow.org/job-name",
       "training.kubeflow.org/replica-type",
-      "trainer.kubeflow.org/trainjob-ancestor-step",
+      "trainer.kubeflow.org/trainjob-ancestor-step=trainer",
   };
   // Globs over the image repository (registry and path, without tag or digest); '*' spans '/'.
   std::vector<std::string> image_globs{"*pytorch*"};

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "inject/json_fields.h"
+#include "inject/procs.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::inject {
@@ -75,7 +76,6 @@ std::vector<const char*> managed_container_fields(const config::SelectionConfig&
 
 struct PodFacts {
   std::optional<std::uint64_t> memory_limit;
-  std::uint64_t gpus = 0;
   const json* shm_volume_mount = nullptr;  // first container mount at /dev/shm
   bool already_injected = false;
   std::optional<std::size_t> owned_volume;  // index of shmguard's own volume in spec.volumes
@@ -159,7 +159,6 @@ PodFacts gather(const json& pod, const json* spec) {
           mem_sum += std::min<std::uint64_t>(*m, 1ULL << 62);
           any_mem = true;
         }
-        if (auto g = resource_limit(c, "nvidia.com/gpu")) f.gpus += std::min<std::uint64_t>(*g, 1 << 20);
       }
     }
   }
@@ -190,19 +189,22 @@ std::optional<std::uint64_t> existing_shm_size(const json* spec, const json& mou
   return std::nullopt;
 }
 
-sizing::SizingInput read_sizing(const json* ann, const PodFacts& facts, InjectResult& r) {
+sizing::SizingInput read_sizing(const json* ann, const json& spec, const PodFacts& facts,
+                                const InjectOptions& opts, InjectResult& r) {
   sizing::SizingInput in;
   AnnotationReader rd{ann, r, in};
   in.batch_size = rd.count(kBatchSizeKey, false);
   in.num_workers = rd.count(kNumWorkersKey, true);
   in.sample_size = rd.quantity(kSampleSizeKey);
   in.prefetch_factor = rd.count(kPrefetchKey, false);
-  in.procs = rd.count(kProcsKey, false);
+  auto procs = count_procs(spec, rd.count(kProcsKey, false), opts.owner_procs);
   in.explicit_size = rd.quantity(kSizeKey);
-  if (!in.procs && facts.gpus > 0) {
-    in.procs = facts.gpus;
-    in.procs_from_gpus = true;
-  }
+  in.procs = procs.count;
+  in.procs_source = std::move(procs.source);
+  in.procs_unknown = std::move(procs.unresolved);
+  // Only a size from the formula uses procs: elsewhere a warning about them would be noise.
+  if (sizing::has_formula_inputs(in) && !in.explicit_size)
+    for (auto& w : procs.warnings) r.warn(std::move(w));
   in.memory_limit = facts.memory_limit;
   return in;
 }
@@ -378,7 +380,7 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
     return r;
   }
 
-  auto in = read_sizing(ann, facts, r);
+  auto in = read_sizing(ann, *spec, facts, opts, r);
   if (facts.owned_volume) {
     auto s = sizing::compute_size(in, cfg.sizing);
     for (auto& w : s.warnings) r.warn(w);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "inject/procs.h"
 #include "inject/recognize.h"
 #include "sizing/formula.h"
 
@@ -27,6 +28,7 @@ enum class Action {
 
 struct InjectOptions {
   bool assume_training = false;  // Kubeflow templates offline: the operator labels pods later
+  std::optional<OwnerProcs> owner_procs;  // offline: the owner's nprocPerNode / numProcPerNode
 };
 
 struct InjectResult {

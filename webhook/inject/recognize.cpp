@@ -201,11 +201,15 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool 
     r.because = "template of a training job";
     return r;
   }
-  // 4. Configured label keys.
+  // 4. Configured labels: "key" matches any value, "key=value" that value.
   if (labels) {
-    for (const auto& key : cfg.label_keys) {
-      if (labels->contains(key)) {
-        r.because = "label " + key;
+    for (const auto& rule : cfg.label_keys) {
+      const auto eq = rule.find('=');
+      const std::string key = rule.substr(0, eq);
+      std::string value;
+      if (!string_value(*labels, key, value)) continue;
+      if (eq == std::string::npos || value == rule.substr(eq + 1)) {
+        r.because = "label " + (eq == std::string::npos ? key : rule);
         return r;
       }
     }

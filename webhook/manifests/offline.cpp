@@ -212,10 +212,12 @@ bool OfflineRunner::process_document(const std::string& file, int index, const R
     rep.pointer = ref.pointer;
     inject::InjectOptions opts;
     opts.assume_training = ref.training_kind;
+    opts.owner_procs = ref.owner_procs;
     const json& tmpl = doc->at(json::json_pointer(ref.pointer));
     rep.result = inject::inject_pod(tmpl, cfg_, opts);
     rep.namespace_name = ref.namespace_name;
     rep.training_kind = ref.training_kind;
+    rep.owner_procs = ref.owner_procs;
     if (keep_objects_) rep.object = tmpl;
     rep.warning_lines = warning_lines(rep, raw.first_line);
     reports.push_back(std::move(rep));

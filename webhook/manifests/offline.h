@@ -31,6 +31,7 @@ struct TemplateReport {
   std::string rewritten;           // why the document was re-emitted instead of edited in place
   std::string namespace_name;      // metadata.namespace of the resource that owns the template
   bool training_kind = false;      // inside a Kubeflow training kind (its operator labels the pods)
+  std::optional<inject::OwnerProcs> owner_procs;  // the owner's nprocPerNode / numProcPerNode
   nlohmann::json object;           // the template itself, with keep_objects() only
 
   // "would inject 12Gi", "ok", "too small: has 1Gi, needs 12Gi", "skipped: ..."

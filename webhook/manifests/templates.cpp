@@ -1,6 +1,8 @@
 // Pod-template discovery (see templates.h).
 #include "manifests/templates.h"
 
+#include <algorithm>
+
 #include "inject/json_fields.h"
 #include "inject/recognize.h"
 
@@ -25,7 +27,35 @@ struct Owner {
   std::string name;
   std::string namespace_name;
   bool training = false;
+  std::string step;  // the nearest trainer.kubeflow.org/trainjob-ancestor-step label on the way down
+  std::optional<inject::OwnerProcs> procs;
 };
+
+// A scalar field as text: numbers (numProcPerNode: 4) and strings ("auto") alike.
+std::optional<std::string> scalar_text(const json& obj, std::initializer_list<const char*> path) {
+  const json* cur = &obj;
+  for (const char* key : path)
+    if (!(cur = inject::child(*cur, key))) return std::nullopt;
+  if (cur->is_string()) return cur->get<std::string>();
+  if (cur->is_number_integer()) return cur->dump();
+  return std::nullopt;
+}
+
+// The process count a Kubeflow training object hands its pods as PET_NPROC_PER_NODE.
+std::optional<inject::OwnerProcs> owner_procs(const json& obj, const std::string& kind) {
+  if (kind == "PyTorchJob") {
+    if (auto v = scalar_text(obj, {"spec", "nprocPerNode"})) return inject::OwnerProcs{"PyTorchJob spec.nprocPerNode", *v};
+    if (auto v = scalar_text(obj, {"spec", "elasticPolicy", "nProcPerNode"}))
+      return inject::OwnerProcs{"PyTorchJob spec.elasticPolicy.nProcPerNode", *v};
+  } else if (kind == "TrainingRuntime" || kind == "ClusterTrainingRuntime") {
+    if (auto v = scalar_text(obj, {"spec", "mlPolicy", "torch", "numProcPerNode"}))
+      return inject::OwnerProcs{kind + " spec.mlPolicy.torch.numProcPerNode", *v};
+  } else if (kind == "TrainJob") {
+    if (auto v = scalar_text(obj, {"spec", "trainer", "numProcPerNode"}))
+      return inject::OwnerProcs{"TrainJob spec.trainer.numProcPerNode", *v};
+  }
+  return std::nullopt;
+}
 
 void walk(const json& node, const std::string& pointer, const std::string& path, Owner owner,
           std::size_t depth, std::vector<TemplateRef>& out) {
@@ -34,18 +64,21 @@ void walk(const json& node, const std::string& pointer, const std::string& path,
     // A nested resource (List item, embedded object) becomes the owner of what it holds.
     std::string kind = inject::str_field(node, "kind");
     if (!kind.empty() && node.contains("apiVersion")) {
+      owner = Owner{};
       owner.kind = kind;
       owner.training = is_training_kind(inject::str_field(node, "apiVersion"), kind);
-      owner.name.clear();
-      owner.namespace_name.clear();
+      if (owner.training) owner.procs = owner_procs(node, kind);
       if (auto md = node.find("metadata"); md != node.end()) {
         owner.name = inject::display_name(*md);
         owner.namespace_name = inject::str_field(*md, "namespace");
       }
     }
+    if (auto step = scalar_text(node, {"metadata", "labels", kTrainerStepLabel})) owner.step = *step;
     if (is_pod_template(node)) {
+      // A runtime's dataset- and model-initializer steps run no DataLoader.
+      const bool training = owner.training && (owner.step.empty() || owner.step == "trainer");
       out.push_back({pointer, path.empty() ? "(pod)" : path, owner.kind, owner.name, owner.namespace_name,
-                     owner.training});
+                     training, owner.procs});
       return;
     }
     for (const auto& [k, v] : node.items()) {
@@ -73,6 +106,32 @@ bool is_training_kind(const std::string& api_version, const std::string& kind) {
     return kind == "TrainingRuntime" || kind == "ClusterTrainingRuntime" || kind == "TrainJob";
   }
   return false;
+}
+
+json operator_pod(const json& tmpl, const TemplateRef& ref) {
+  if (ref.path == "(pod)") return tmpl;
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"spec", tmpl.value("spec", json::object())}};
+  json md = tmpl.value("metadata", json::object());
+  if (!md.is_object()) md = json::object();
+  if (!md.contains("name") && !md.contains("generateName")) md["generateName"] = (ref.name.empty() ? "pod" : ref.name) + "-";
+  if (ref.training_kind) {
+    if (!md.contains("labels") || !md["labels"].is_object()) md["labels"] = json::object();
+    if (!md["labels"].contains("training.kubeflow.org/job-name"))
+      md["labels"]["training.kubeflow.org/job-name"] = ref.name.empty() ? "job" : ref.name;
+  }
+  if (ref.training_kind && ref.owner_procs && pod["spec"].contains("containers") && pod["spec"]["containers"].is_array()) {
+    for (auto& c : pod["spec"]["containers"]) {
+      if (!c.is_object()) continue;
+      json& env = c["env"];
+      if (!env.is_array()) env = json::array();
+      const bool has = std::any_of(env.begin(), env.end(), [](const json& e) {
+        return inject::str_field(e, "name") == "PET_NPROC_PER_NODE";
+      });
+      if (!has) env.push_back({{"name", "PET_NPROC_PER_NODE"}, {"value", ref.owner_procs->value}});
+    }
+  }
+  pod["metadata"] = md;
+  return pod;
 }
 
 std::vector<TemplateRef> find_templates(const json& doc) {

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "inject/procs.h"
 
 namespace shmguard::manifests {
 
@@ -13,11 +16,20 @@ struct TemplateRef {
   std::string kind;        // kind of the resource that owns it (List items: the item's kind)
   std::string name;        // that resource's metadata.name (or generateName)
   std::string namespace_name;  // that resource's metadata.namespace
-  bool training_kind = false;  // inside a Kubeflow training kind: a training pod by definition
+  bool training_kind = false;  // inside a Kubeflow training kind and not an initializer step
+  std::optional<inject::OwnerProcs> owner_procs;  // the owner's nprocPerNode / numProcPerNode
 };
+
+// Kubeflow Trainer's label naming the step a runtime's job runs; only "trainer" runs a DataLoader.
+inline constexpr const char* kTrainerStepLabel = "trainer.kubeflow.org/trainjob-ancestor-step";
 
 // True for kinds whose templates are training pods even before their operator labels them.
 bool is_training_kind(const std::string& api_version, const std::string& kind);
+
+// The pod an operator creates from the template `tmpl` found at `ref`, as the API server sends it
+// for admission: a name, and for Kubeflow training kinds the job-name label and the
+// PET_NPROC_PER_NODE env the operator adds. A whole Pod (`ref.path` "(pod)") is itself.
+nlohmann::json operator_pod(const nlohmann::json& tmpl, const TemplateRef& ref);
 
 // Every pod template in `doc`: a Pod itself, the templates of workload kinds, List items,
 // and any pod-template-shaped object (an object whose spec has a containers list) elsewhere.

@@ -210,6 +210,7 @@ void WebhookServer::handle_https(const HttpRequest& req, HttpResponse& res) {
     line.str("uid", out.uid).str("namespace", out.namespace_name).str("pod", out.pod);
     line.str("decision", admission::decision_name(out.decision)).str("reason", out.reason).num("latency_ms", secs * 1000.0);
     if (!out.size.empty()) line.str("size", out.size);
+    if (!out.procs.empty()) line.str("procs", out.procs);
     if (!out.warnings.empty()) line.list("warnings", out.warnings);
     if (!out.error.empty()) line.str("error", out.error);
     if (out.decision == Decision::kRejected) line.str("error", res.body.substr(0, 200));

@@ -14,8 +14,13 @@ namespace {
 // Sizes are bounded well below 2^63 so every intermediate fits; anything above saturates.
 constexpr std::uint64_t kArithmeticLimit = 1ULL << 62;
 
-std::string plural(std::uint64_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+// "procs 4 from PET_NPROC_PER_NODE", "procs 1 (default; PET_NPROC_PER_NODE \"auto\" unknown)".
+std::string procs_clause(std::uint64_t procs, const SizingInput& in) {
+  std::string c = "procs " + std::to_string(procs);
+  if (!in.procs_source.empty()) return c + " from " + in.procs_source;
+  c += " (default";
+  for (std::size_t i = 0; i < in.procs_unknown.size(); ++i) c += (i == 0 ? "; " : ", ") + in.procs_unknown[i];
+  return c + (in.procs_unknown.empty() ? ")" : " unknown)");
 }
 
 }  // namespace
@@ -62,12 +67,14 @@ SizingResult compute_size(const SizingInput& in, const Params& cfg) {
     const std::uint64_t rounded = s.mul((need + kMi - 1) / kMi, kMi);
     r.need = need;
 
+    r.procs = procs;
+    r.procs_source = in.procs_source;
     std::string e = "batch " + std::to_string(*in.batch_size) + " x " + format_human(*in.sample_size) +
                     " = " + format_human(batch) + "; loader (" + std::to_string(*in.num_workers) +
                     " workers x prefetch " + std::to_string(prefetch) + " + 2) x " +
-                    format_human(batch) + " = " + format_human(loader) + "; need " +
-                    plural(procs, "proc") + (in.procs_from_gpus ? " (GPUs)" : "") + " x " +
-                    format_human(loader) + " x " + headroom_text(cfg.headroom_milli);
+                    format_human(batch) + " = " + format_human(loader) + "; " + procs_clause(procs, in) +
+                    "; need " + std::to_string(procs) + " x " + format_human(loader) + " x " +
+                    headroom_text(cfg.headroom_milli);
     if (nccl) e += " + nccl " + std::to_string(procs) + " x " + format_human(cfg.nccl_per_process);
     e += " + base " + format_human(cfg.base) + " = " + format_human(need);
     if (s.overflow) {

@@ -32,7 +32,10 @@ struct SizingInput {
   std::optional<std::uint64_t> procs;            // default 1
   std::optional<std::uint64_t> explicit_size;    // bytes; wins over the formula
   std::optional<std::uint64_t> memory_limit;     // bytes; the pod's, when it has one
-  bool procs_from_gpus = false;                  // for the explanation only
+  // What gave `procs` ("PET_NPROC_PER_NODE", "nvidia.com/gpu limit"); "" for the default. With
+  // `procs_unknown` (sources that gave no number), for the explanation only.
+  std::string procs_source;
+  std::vector<std::string> procs_unknown;
   // Annotations that were present but invalid, as "batch-size \"abc\" (not a whole number)":
   // the explanation says they were ignored.
   std::vector<std::string> ignored;
@@ -45,6 +48,8 @@ struct SizingResult {
   std::uint64_t need = 0;      // what the formula asked for before rounding and clamping
   SizeSource source = SizeSource::kDefault;
   bool exceeds_memory_limit = false;
+  std::uint64_t procs = 1;     // the process count the formula used (1 when it was not used)
+  std::string procs_source;    // what gave it; "" for the default
   std::string explanation;     // one line: the arithmetic
   std::vector<std::string> warnings;
 };

@@ -1,0 +1,243 @@
+// Process count per pod (see procs.h).
+#include "inject/procs.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "inject/json_fields.h"
+#include "inject/recognize.h"
+#include "sizing/quantity.h"
+
+namespace shmguard::inject {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kEnvName = "PET_NPROC_PER_NODE";
+constexpr std::string_view kSeparator = ";";
+
+// One place that says how many processes there are, before its value is understood.
+struct Candidate {
+  std::string source;  // "torchrun --nproc_per_node", "PET_NPROC_PER_NODE", ...
+  std::string where;   // " in container train", for warnings
+  std::string raw;     // the value as written (after env references are resolved)
+};
+
+std::string container_name(const json& c) {
+  std::string n = str_field(c, "name");
+  return n.empty() ? "?" : printable(n);
+}
+
+// Literal env values of a container: what $(NAME) in its command, args and env resolve to.
+std::vector<std::pair<std::string, std::string>> literal_env(const json& c) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const json* env = child(c, "env");
+  if (!env || !env->is_array()) return out;
+  for (const auto& e : *env) {
+    const json* v = child(e, "value");
+    if (v && v->is_string()) out.emplace_back(str_field(e, "name"), v->get<std::string>());
+  }
+  return out;
+}
+
+// "$(N)", "${N}" or "$N" as the whole value, replaced by the container's literal env N; anything
+// else stays as written (and is then warned about as not a number).
+std::string expand(const std::string& raw, const json& container) {
+  std::string name;
+  if (raw.size() > 3 && raw.starts_with("$(") && raw.back() == ')') name = raw.substr(2, raw.size() - 3);
+  else if (raw.size() > 3 && raw.starts_with("${") && raw.back() == '}') name = raw.substr(2, raw.size() - 3);
+  else if (raw.size() > 1 && raw[0] == '$') name = raw.substr(1);
+  if (name.empty()) return raw;
+  for (const auto& [k, v] : literal_env(container))
+    if (k == name) return v;
+  return raw;
+}
+
+bool is_launcher(const std::string& word) {
+  const auto slash = word.rfind('/');
+  const std::string base = slash == std::string::npos ? word : word.substr(slash + 1);
+  return base == "torchrun" || word == "torch.distributed.run" || word == "torch.distributed.launch" ||
+         word == "-mtorch.distributed.run" || word == "-mtorch.distributed.launch";
+}
+
+// The --nproc_per_node (--nproc-per-node) a launcher in `words` is given, as a candidate.
+std::optional<Candidate> launcher_flag(const std::vector<std::string>& words, const json& container) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (!is_launcher(words[i])) continue;
+    for (std::size_t j = i + 1; j < words.size() && words[j] != kSeparator; ++j) {
+      const std::string& w = words[j];
+      for (std::string_view flag : {"--nproc_per_node", "--nproc-per-node"}) {
+        if (!w.starts_with(flag)) continue;
+        std::string value;
+        if (w.size() == flag.size() && j + 1 < words.size() && words[j + 1] != kSeparator) value = words[j + 1];
+        else if (w.size() > flag.size() && w[flag.size()] == '=') value = w.substr(flag.size() + 1);
+        else continue;
+        return Candidate{"torchrun " + std::string(flag), " in container " + container_name(container),
+                         expand(value, container)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> command_words(const json& container) {
+  std::vector<std::string> words;
+  for (const char* field : {"command", "args"}) {
+    const json* list = child(container, field);
+    if (!list || !list->is_array()) continue;
+    for (const auto& item : *list) {
+      if (!item.is_string()) continue;
+      auto w = shell_words(item.get_ref<const std::string&>());
+      words.insert(words.end(), w.begin(), w.end());
+    }
+  }
+  return words;
+}
+
+// PET_NPROC_PER_NODE of a container: a literal value (env references resolved), or a note that it
+// comes from elsewhere (valueFrom), which is unknown here.
+std::optional<Candidate> env_value(const json& container) {
+  const json* env = child(container, "env");
+  if (!env || !env->is_array()) return std::nullopt;
+  for (const auto& e : *env) {
+    if (str_field(e, "name") != kEnvName) continue;
+    const json* v = child(e, "value");
+    std::string raw = v && v->is_string() ? expand(v->get<std::string>(), container)
+                      : child(e, "valueFrom")   ? "(valueFrom)"
+                                                : "";
+    return Candidate{std::string(kEnvName), " in container " + container_name(container), raw};
+  }
+  return std::nullopt;
+}
+
+struct Gpus {
+  std::uint64_t count = 0;
+  std::string invalid;  // a limit that is not a number, with its container
+};
+
+Gpus gpu_limit(const json& spec) {
+  Gpus g;
+  const json* containers = child(spec, "containers");
+  if (!containers || !containers->is_array()) return g;
+  for (const auto& c : *containers) {
+    const json* res = object_at(c, "resources");
+    const json* lim = res ? object_at(*res, "limits") : nullptr;
+    std::string raw;
+    if (!lim || !string_value(*lim, "nvidia.com/gpu", raw)) continue;
+    auto n = sizing::parse_count(raw);
+    if (n) g.count += std::min<std::uint64_t>(*n, 1 << 20);
+    else if (g.invalid.empty()) g.invalid = "\"" + printable(raw) + "\" in container " + container_name(c);
+  }
+  return g;
+}
+
+// A candidate's value as a count; nullopt with `why` when it gives none here.
+std::optional<std::uint64_t> resolve(const std::string& raw, std::uint64_t gpus, std::string& why) {
+  if (auto n = sizing::parse_count(raw)) {
+    if (*n > 0) return std::min<std::uint64_t>(*n, 1 << 20);
+    why = "must be at least 1";
+    return std::nullopt;
+  }
+  if ((raw == "gpu" || raw == "auto") && gpus > 0) return gpus;
+  if (raw == "gpu") why = "means one process per GPU, and the pod has no nvidia.com/gpu limit";
+  else if (raw == "auto" || raw == "cpu")
+    why = "on a pod without GPUs means one process per CPU of the node, unknown at admission";
+  else if (raw == "(valueFrom)") why = "comes from valueFrom, unknown at admission";
+  else why = "is not a number";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> shell_words(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_word = false;
+  auto flush = [&] {
+    if (in_word) out.push_back(std::move(cur));
+    cur.clear();
+    in_word = false;
+  };
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\'') {
+      const auto end = std::min(s.find('\'', i + 1), s.size());
+      cur.append(s.substr(i + 1, end - i - 1));
+      in_word = true;
+      i = end;
+    } else if (c == '"') {
+      for (++i; i < s.size() && s[i] != '"'; ++i) {
+        if (s[i] == '\\' && i + 1 < s.size()) ++i;
+        cur += s[i];
+      }
+      in_word = true;
+    } else if (c == '\\' && i + 1 < s.size()) {
+      if (s[++i] != '\n') {  // backslash-newline joins lines
+        cur += s[i];
+        in_word = true;
+      }
+    } else if (c == '#' && !in_word) {
+      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
+    } else if (c == ';' || c == '&' || c == '|' || c == '\n') {
+      flush();
+      if (out.empty() || out.back() != kSeparator) out.emplace_back(kSeparator);
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      flush();
+    } else {
+      cur += c;
+      in_word = true;
+    }
+  }
+  flush();
+  return out;
+}
+
+ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation,
+                       const std::optional<OwnerProcs>& owner) {
+  ProcsCount r;
+  const Gpus gpus = gpu_limit(spec);
+  std::vector<Candidate> candidates;
+  const json* containers = child(spec, "containers");
+  if (containers && containers->is_array()) {
+    for (const auto& c : *containers)
+      if (auto f = launcher_flag(command_words(c), c)) candidates.push_back(std::move(*f));
+    for (const auto& c : *containers)
+      if (auto e = env_value(c)) candidates.push_back(std::move(*e));
+  }
+  if (owner) candidates.push_back({owner->field, "", owner->value});
+  if (gpus.count > 0) candidates.push_back({"nvidia.com/gpu limit", "", std::to_string(gpus.count)});
+
+  std::string chosen;
+  if (annotation) {
+    r.count = *annotation;
+    r.source = "shmguard.io/procs-per-pod";
+  }
+  for (const auto& cand : candidates) {
+    std::string why;
+    auto n = resolve(cand.raw, gpus.count, why);
+    if (!r.source.empty()) {
+      // A lower source that would start more processes than shmguard sizes for.
+      if (n && *n > r.count)
+        r.warnings.push_back(cand.source + " " + printable(cand.raw) + cand.where + " starts more processes than " +
+                             r.source + " " + std::to_string(r.count) + "; sized for " + std::to_string(r.count));
+      continue;
+    }
+    if (n) {
+      r.count = *n;
+      r.source = cand.source;
+      if (cand.raw == "gpu" || cand.raw == "auto") r.source += " " + cand.raw + " (the GPU limit)";
+      continue;
+    }
+    r.warnings.push_back(cand.source + " \"" + printable(cand.raw) + "\"" + cand.where + " " + why +
+                         "; set shmguard.io/procs-per-pod");
+    r.unresolved.push_back(cand.source + " \"" + printable(cand.raw) + "\"");
+  }
+  if (r.source.empty() && !gpus.invalid.empty()) {
+    r.warnings.push_back("nvidia.com/gpu limit " + gpus.invalid +
+                         " is not a number; procs unknown, set shmguard.io/procs-per-pod");
+    r.unresolved.push_back("nvidia.com/gpu limit " + gpus.invalid.substr(0, gpus.invalid.find(" in container")));
+  }
+  return r;
+}
+
+}  // namespace shmguard::inject

@@ -1,0 +1,41 @@
+// How many processes in a pod run their own DataLoader: what torchrun will start, read from the
+// places real jobs say it (README "Where procs comes from"). Pure: pod spec in, a count, its
+// source and warnings out.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shmguard::inject {
+
+// Offline only: the owning object's process count, which its operator hands to the pods as
+// PET_NPROC_PER_NODE ("PyTorchJob spec.nprocPerNode", "4").
+struct OwnerProcs {
+  std::string field;
+  std::string value;
+};
+
+struct ProcsCount {
+  std::uint64_t count = 1;
+  std::string source;  // "" for the default of 1; else what gave the count, as the sizing text names it
+  std::vector<std::string> warnings;
+  std::vector<std::string> unresolved;  // sources that said something unusable, for the sizing text
+};
+
+// `annotation`: shmguard.io/procs-per-pod when it holds a valid count (it wins). Then, first that
+// gives a number: a torchrun / torch.distributed.run / torch.distributed.launch --nproc_per_node
+// in a regular container's command or args (torchrun lets its flag override the env), the
+// container's PET_NPROC_PER_NODE env, `owner`, the nvidia.com/gpu limit, 1. "gpu" and "auto" mean
+// the GPU limit; "auto" and "cpu" on a CPU-only pod, placeholders and valueFrom are unknown here:
+// warned, never a silent 1. A lower source asking for more processes than the chosen one is warned.
+ProcsCount count_procs(const nlohmann::json& spec, std::optional<std::uint64_t> annotation,
+                       const std::optional<OwnerProcs>& owner);
+
+// Words of a shell command line: quotes and backslashes resolved, `;`, `&&`, `||`, `|`, `&` and
+// line ends as the separator word ";", comments dropped. Enough to find a launcher's flags.
+std::vector<std::string> shell_words(std::string_view line);
+
+}  // namespace shmguard::inject
