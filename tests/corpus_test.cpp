@@ -79,11 +79,8 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
     auto mutated_templates = manifests::find_templates(after[i]);
     ASSERT_EQ(templates.size(), mutated_templates.size());
     for (std::size_t k = 0; k < templates.size(); ++k) {
-      json pod = before[i].at(json::json_pointer(templates[k].pointer));
-      if (templates[k].training_kind) {
-        // In the cluster the operator labels these pods; the webhook recognises them by that label.
-        pod["metadata"]["labels"]["training.kubeflow.org/job-name"] = "x";
-      }
+      // In the cluster the operator labels these pods and sets PET_NPROC_PER_NODE; so does this.
+      json pod = manifests::operator_pod(before[i].at(json::json_pointer(templates[k].pointer)), templates[k]);
       auto outcome = admission::handle_review(test::admission_review("admission.k8s.io/v1", pod).dump(), cfg);
       json resp = json::parse(outcome.body)["response"];
       json offline = after[i].at(json::json_pointer(mutated_templates[k].pointer));
@@ -113,6 +110,38 @@ INSTANTIATE_TEST_SUITE_P(Files, Corpus, ::testing::ValuesIn(corpus_files()),
 TEST(CorpusSuite, HasTheSixtyFiles) {
   if (corpus_files().empty()) GTEST_SKIP() << "corpus not found at " << SHMGUARD_CORPUS_DIR;
   EXPECT_EQ(corpus_files().size(), 60u);
+}
+
+// Kubeflow Trainer runtimes: the trainer step runs DataLoaders, the dataset- and model-initializer
+// steps (same label key on their Job template, their own values) do not.
+TEST(CorpusSuite, TrainerInitializerStepsAreNotTrainingPods) {
+  if (corpus_files().empty()) GTEST_SKIP() << "corpus not found at " << SHMGUARD_CORPUS_DIR;
+  std::set<std::string> seen;
+  for (const char* file : {"kubeflow__trainer/examples__yaml__05-multi-step.yaml",
+                           "kubeflow__trainer/manifests__base__runtimes__torchtune__llama3_2__llama3_2_1B.yaml"}) {
+    fs::path p = fs::path(SHMGUARD_CORPUS_DIR) / file;
+    const std::string text = test::read_file(p);
+    config::Config cfg;
+    std::ostringstream out;
+    manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, out);
+    std::istringstream in(text);
+    std::string err;
+    ASSERT_TRUE(runner.process(p.string(), in, err)) << err;
+    const auto docs = test::yaml_documents(text);
+    for (const auto& r : runner.reports()) {
+      const std::string suffix = "/spec/template";
+      ASSERT_TRUE(r.pointer.ends_with(suffix)) << r.pointer;
+      const json& job = docs.at(r.document - 1).at(json::json_pointer(r.pointer.substr(0, r.pointer.size() - suffix.size())));
+      const std::string step = job["metadata"]["labels"].value(manifests::kTrainerStepLabel, "");
+      seen.insert(step);
+      if (step == "trainer") {
+        EXPECT_TRUE(r.result.mutated()) << file << " " << r.path << ": " << r.result.summary;
+      } else {
+        EXPECT_EQ(r.result.reason, "not-training") << file << " " << r.path << " (" << step << ")";
+      }
+    }
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"trainer", "dataset-initializer", "model-initializer"}));
 }
 
 TEST(CorpusSuite, ExistingDevShmIsLeftAlone) {

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "inject/inject.h"
 #include "manifests/offline.h"
+#include "manifests/templates.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -105,6 +106,70 @@ TEST_P(Golden, OfflineAndWebhookAgreeWithGolden) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Golden, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string n = param.param;
+                           std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+                           return n;
+                         });
+
+// Owner goldens (tests/golden/owners/): workloads whose owner says how many processes each pod
+// starts (PyTorchJob nprocPerNode, a runtime's numProcPerNode). Offline reads the owner's field;
+// the webhook sees the pod the operator creates, with PET_NPROC_PER_NODE set from it. Every
+// template must get the same size both ways.
+std::vector<std::string> owner_cases() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(kDir / "owners")) {
+    auto name = e.path().filename().string();
+    if (ends_with(name, ".yaml") && !ends_with(name, ".golden.yaml")) out.push_back(name.substr(0, name.size() - 5));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class OwnerGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OwnerGolden, OfflineReadsTheOwnerAndTheWebhookAgrees) {
+  const std::string name = GetParam();
+  const config::Config cfg;
+  const std::string input = test::read_file(kDir / "owners" / (name + ".yaml"));
+  std::ostringstream out;
+  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
+  std::istringstream in(input);
+  std::string err;
+  ASSERT_TRUE(runner.process(name + ".yaml", in, err)) << err;
+  runner.finish();
+  std::string actual;
+  for (const auto& r : runner.reports()) {
+    actual += "# " + r.path + ": " + r.decision_text(true) + "\n";
+    for (const auto& w : r.result.warnings) actual += "#   warning: " + w + "\n";
+    if (r.result.sizing) actual += "#   sizing: " + r.result.sizing->explanation + "\n";
+  }
+  actual += out.str();
+  const auto golden_path = kDir / "owners" / (name + ".golden.yaml");
+  if (std::getenv("REFRESH_GOLDEN")) test::write_file(golden_path, actual);
+  ASSERT_TRUE(fs::exists(golden_path)) << "missing " << golden_path << " (run with REFRESH_GOLDEN=1)";
+  EXPECT_EQ(test::read_file(golden_path), actual) << "golden differs; REFRESH_GOLDEN=1 rewrites it";
+
+  const json doc = test::yaml_documents(input).at(0);
+  const auto refs = manifests::find_templates(doc);
+  ASSERT_EQ(refs.size(), runner.reports().size());
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    const auto& rep = runner.reports()[i];
+    const json pod = manifests::operator_pod(doc.at(json::json_pointer(refs[i].pointer)), refs[i]);
+    auto outcome = admission::handle_review(test::admission_review("admission.k8s.io/v1", pod).dump(), cfg);
+    const json response = json::parse(outcome.body)["response"];
+    ASSERT_EQ(response.contains("patch"), rep.result.mutated()) << refs[i].path;
+    if (!rep.result.mutated()) continue;
+    const json webhook_pod = pod.patch(json::parse(test::base64_decode(response["patch"])));
+    EXPECT_EQ(webhook_pod["metadata"]["annotations"]["shmguard.io/injected-size"],
+              sizing::format_quantity(rep.result.size()))
+        << refs[i].path << ": the webhook sized the operator's pod differently";
+    EXPECT_EQ(webhook_pod["metadata"]["annotations"]["shmguard.io/sizing"].get<std::string>().substr(0, 60),
+              rep.result.sizing->explanation.substr(0, 60));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Owners, OwnerGolden, ::testing::ValuesIn(owner_cases()),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string n = param.param;
                            std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
