@@ -1,10 +1,12 @@
 """A PyTorch DataLoader workload for the /dev/shm proof: a synthetic dataset of fixed-size float32
 samples, a training loop slower than the workers (so every prefetch slot fills), and a monitor
 that records the peak use of /dev/shm. With --procs N it starts N processes, each with its own
-DataLoader, as `torchrun --nproc-per-node=N` does.
+DataLoader, as `torchrun --nproc-per-node=N` does; with --torchrun N the real torchrun
+(torch.distributed.run) starts them, each rank joining a gloo process group on loopback.
 
 usage: dataloader_workload.py --batch-size B --num-workers W --sample-size BYTES
-                              [--prefetch-factor P] [--procs N] [--steps S] [--step-seconds T]
+                              [--prefetch-factor P] [--procs N | --torchrun N] [--steps S]
+                              [--step-seconds T]
 Prints one JSON line {"peak_shm_bytes": ...} and exits 0 when every process finished."""
 import argparse
 import json
@@ -22,7 +24,12 @@ def shm_used():
 
 def loader_main(args):
     import torch
+    import torch.distributed as dist
     from torch.utils.data import DataLoader, Dataset
+
+    ranked = "RANK" in os.environ  # started by torchrun
+    if ranked:
+        dist.init_process_group("gloo")
 
     torch.set_num_threads(1)
     n = args.sample_size // 4
@@ -44,7 +51,19 @@ def loader_main(args):
         checksum += float(batch[0, 0])
         time.sleep(args.step_seconds)  # the "training step": slower than the workers
     del it
+    if ranked:
+        dist.barrier()
+        dist.destroy_process_group()
     print(json.dumps({"checksum": checksum}), flush=True)
+
+
+def torchrun_command(args, child_args):
+    # torch 1.13 under Python 3.11 (Debian 12) cannot parse torchrun's default --redirects/--tee "0"
+    # (enum.IntFlag no longer iterates NONE, so Std.from_str returns None); a per-rank mapping
+    # parses. Rank 0's stdout is teed, the other ranks' streams are inherited as usual.
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+            "--nproc_per_node", str(args.torchrun), "--redirects", "0:1", "--tee", "0:1",
+            __file__, "--child"] + child_args
 
 
 def main():
@@ -54,6 +73,7 @@ def main():
     p.add_argument("--sample-size", type=int, required=True)
     p.add_argument("--prefetch-factor", type=int, default=2)
     p.add_argument("--procs", type=int, default=1)
+    p.add_argument("--torchrun", type=int, default=0)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--step-seconds", type=float, default=0.15)
     p.add_argument("--child", action="store_true")
@@ -72,7 +92,11 @@ def main():
 
     t = threading.Thread(target=monitor, daemon=True)
     t.start()
-    children = [subprocess.Popen([sys.executable, __file__, "--child"] + sys.argv[1:]) for _ in range(args.procs)]
+    if args.torchrun:
+        i = sys.argv.index("--torchrun")  # the ranks get every argument but this one
+        children = [subprocess.Popen(torchrun_command(args, sys.argv[1:i] + sys.argv[i + 2:]))]
+    else:
+        children = [subprocess.Popen([sys.executable, __file__, "--child"] + sys.argv[1:]) for _ in range(args.procs)]
     codes = [c.wait() for c in children]
     stop.set()
     t.join()
