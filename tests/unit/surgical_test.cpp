@@ -57,9 +57,38 @@ TEST(Surgical, CrlfDocumentsGetCrlfLines) {
             "metadata:\r\n  annotations:\r\n    a: \"1\"\r\n    b: \"2\"\r\n");
 }
 
-TEST(Surgical, TemplatesReachedThroughAnAliasAreRefused) {
-  json ops = json::array({{{"op", "add"}, {"path", "/metadata/annotations/b"}, {"value", "2"}}});
+std::string edit_all(const std::string& text, const std::vector<TemplatePatch>& patches, std::string* why, int* line) {
+  YamlDocument doc;
+  YamlError err;
+  EXPECT_TRUE(parse_document(text, doc, err)) << err.message;
+  auto r = edit_in_place(text, doc, patches);
+  *why = r.error();
+  *line = r.line();
+  return r ? *r : "";
+}
+
+TEST(Surgical, TemplatesSharingAnAnchorGetTheSameEditOnce) {
+  // Two templates reach one anchored node; both ask for the same addition: written once, at the anchor.
+  const std::string text = "a: &t\n  metadata:\n    annotations: {a: b}  # keep\nb: *t\n";
+  json ops = json::array({{{"op", "add"}, {"path", "/metadata/annotations/c"}, {"value", "2"}}});
   std::string why;
-  EXPECT_EQ(edit("a: &t\n  metadata:\n    annotations: {a: b}\nb: *t\n", "/b", ops, &why), "");
-  EXPECT_NE(why.find("anchor or alias"), std::string::npos) << why;
+  int line = -1;
+  EXPECT_EQ(edit_all(text, {{"/a", &ops}, {"/b", &ops}}, &why, &line),
+            "a: &t\n  metadata:\n    annotations: {a: b, c: \"2\"}  # keep\nb: *t\n");
+  // Different values under the shared node: refused, naming the anchor's line.
+  json other = json::array({{{"op", "add"}, {"path", "/metadata/annotations/c"}, {"value", "3"}}});
+  EXPECT_EQ(edit_all(text, {{"/a", &ops}, {"/b", &other}}, &why, &line), "");
+  EXPECT_EQ(line, 1);
+  EXPECT_NE(why.find("templates sharing the anchor"), std::string::npos) << why;
+  // Lists: the same element appended by each alias once; different elements conflict.
+  const std::string list = "x: &s\n  volumes:\n  - name: a\ny: *s\n";
+  json v1 = json::array({{{"op", "add"}, {"path", "/volumes/-"}, {"value", {{"name", "v"}}}}});
+  json v2 = json::array({{{"op", "add"}, {"path", "/volumes/-"}, {"value", {{"name", "w"}}}}});
+  EXPECT_EQ(edit_all(list, {{"/x", &v1}, {"/y", &v1}}, &why, &line), "x: &s\n  volumes:\n  - name: a\n  - name: v\ny: *s\n");
+  EXPECT_EQ(edit_all(list, {{"/x", &v1}, {"/y", &v2}}, &why, &line), "");
+  EXPECT_EQ(line, 1);
+  // A layout the editor does not support fails without a line (the caller may re-emit).
+  json rep = json::array({{{"op", "replace"}, {"path", "/k"}, {"value", "v"}}});
+  EXPECT_EQ(edit_all("k: |\n  block\n", {{"", &rep}}, &why, &line), "");
+  EXPECT_EQ(line, 0);
 }

@@ -1,6 +1,8 @@
 // Strict JSON reader (see json_reader.h).
 #include "admission/json_reader.h"
 
+#include "base/limits.h"
+
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
@@ -68,7 +70,7 @@ class Reader {
     switch (*p_) {
       case '{':
       case '[': {
-        if (depth + 1 > max_depth_) fail("JSON nests too deeply");
+        if (depth + 1 > max_depth_) fail(kNestingError);
         const char close = *p_ == '{' ? '}' : ']';
         const bool obj = *p_ == '{';
         ++p_;
@@ -115,7 +117,7 @@ class Reader {
   }
 
   void object(json& out, std::size_t depth, const Keep* keep) {
-    if (depth > max_depth_) fail("JSON nests too deeply");
+    if (depth > max_depth_) fail(kNestingError);
     ++p_;
     out = json::value_t::object;
     ws();
@@ -155,7 +157,7 @@ class Reader {
   }
 
   void array(json& out, std::size_t depth, const Keep* keep) {
-    if (depth > max_depth_) fail("JSON nests too deeply");
+    if (depth > max_depth_) fail(kNestingError);
     ++p_;
     out = json::value_t::array;
     ws();

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admission/json_reader.h"
+#include "base/limits.h"
 #include "inject/inject.h"
 #include "inject/json_fields.h"
 #include "sizing/quantity.h"
@@ -148,7 +149,7 @@ std::string sanitize_warning(std::string_view w) {
 
 AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg) {
   json review;
-  if (auto parsed = read_json(body, review, kMaxJsonDepth, &kReview); !parsed.ok)
+  if (auto parsed = read_json(body, review, kMaxNesting, &kReview); !parsed.ok)
     return bad_request("request body is not valid JSON: " + parsed.error);
   if (!review.is_object()) return bad_request("request body is not a JSON object");
   const std::string api_version = str_field(review, "apiVersion");

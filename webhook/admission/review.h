@@ -32,8 +32,6 @@ struct AdmissionOutcome {
   std::string error;          // internal error text, when decision is kError
 };
 
-inline constexpr std::size_t kMaxJsonDepth = 128;
-
 // Standard base64 with padding.
 std::string base64_encode(std::string_view bytes);
 // Its inverse, for clients reading a webhook's patch (`shmguard review`). Characters outside the

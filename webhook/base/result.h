@@ -12,9 +12,11 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor): return x;
-  static Result failure(std::string message) {
+  // `line`: where in the input the failure is (1-based), when the caller can point at one.
+  static Result failure(std::string message, int line = 0) {
     Result r;
     r.error_ = std::move(message);
+    r.line_ = line;
     return r;
   }
 
@@ -25,11 +27,13 @@ class [[nodiscard]] Result {
   T&& operator*() && { return std::move(*value_); }
   const T* operator->() const { return &*value_; }
   const std::string& error() const { return error_; }
+  int line() const { return line_; }
 
  private:
   Result() = default;
   std::optional<T> value_;
   std::string error_;
+  int line_ = 0;
 };
 
 }  // namespace shmguard

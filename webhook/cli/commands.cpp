@@ -19,6 +19,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/files.h"
 #include "cli/flags.h"
 #include "cli/krm_function.h"
 #include "cli/observe.h"
@@ -39,9 +40,6 @@ namespace {
 
 constexpr int kExitOk = 0;
 
-// Expands -f arguments: files as given, directories recursively (.yaml/.yml/.json, sorted),
-// "-" for stdin. False with `err` for a path that does not exist.
-bool expand_inputs(const std::vector<std::string>& args, std::vector<std::string>& files, std::string& err);
 constexpr int kExitMissing = 1;
 constexpr int kExitBadInput = 2;
 
@@ -132,6 +130,7 @@ struct ManifestArgs {
   std::string fail_on = "missing,too-small,stale";
   bool in_place = false;
   bool skip_invalid = false;
+  bool allow_reformat = false;
 };
 
 bool excluded(const std::string& path, const std::vector<std::string>& globs) {
@@ -142,9 +141,12 @@ bool excluded(const std::string& path, const std::vector<std::string>& globs) {
 }
 
 bool input_files(const ManifestArgs& a, std::vector<std::string>& files, std::string& err) {
-  std::vector<std::string> all;
-  if (!expand_inputs(a.files, all, err)) return false;
-  for (auto& f : all)
+  auto all = expand_inputs(a.files);
+  if (!all) {
+    err = all.error();
+    return false;
+  }
+  for (auto& f : *all)
     if (f == "-" || !excluded(f, a.excludes)) files.push_back(std::move(f));
   if (files.empty()) {
     err = "no input files found in " + a.files.front();
@@ -194,51 +196,22 @@ bool process_file(manifests::OfflineRunner& runner, const std::string& f, std::s
   if (f == "-") return runner.process("<stdin>", std::cin, err);
   std::ifstream in(f, std::ios::binary);
   if (!in) {
-    err = f + ": cannot open";
+    err = f + ": cannot open: " + std::strerror(errno);
     return false;
   }
   return runner.process(f, in, err);
 }
 
-// Rewrites `path` with `text` atomically: a temporary file beside it, the same mode, a rename.
-bool replace_file(const std::string& path, const std::string& text, std::string& err) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) {
-    err = path + ": " + std::strerror(errno);
-    return false;
-  }
-  std::string tmp = path + ".shmguard-XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0) {
-    err = path + ": cannot create a temporary file beside it: " + std::strerror(errno);
-    return false;
-  }
-  bool ok = ::fchmod(fd, st.st_mode & 07777) == 0;
-  std::size_t off = 0;
-  while (ok && off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) off += static_cast<std::size_t>(n);
-  }
-  ok = ok && ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = path + ": cannot write: " + std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
-int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files) {
-  // Every file is read and mutated before any is written: invalid input changes nothing.
-  std::vector<std::pair<std::string, std::string>> changed;
+int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files, bool allow_reformat) {
+  // Every file is read, mutated and checked for how it can be written before any is written:
+  // invalid input or a file that cannot keep its owner changes nothing.
+  std::vector<std::pair<RewritePlan, std::string>> changed;
   std::vector<manifests::TemplateReport> reports;
   for (const auto& f : files) {
     if (f == "-") return fail("--in-place cannot rewrite stdin");
     std::ostringstream out;
     manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
+    if (allow_reformat) runner.allow_reformat();
     std::string err;
     if (!process_file(runner, f, err)) return fail(err);
     runner.finish();
@@ -247,13 +220,16 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
       mutated = mutated || r.result.mutated();
       reports.push_back(r);
     }
-    if (mutated) changed.emplace_back(f, out.str());
+    if (!mutated) continue;
+    auto plan = plan_rewrite(f);
+    if (!plan) return fail(plan.error() + "; nothing was written");
+    changed.emplace_back(std::move(*plan), out.str());
   }
   for (const auto& r : reports) print_mutate_report(r);
-  for (const auto& [path, text] : changed) {
-    std::string err;
-    if (!replace_file(path, text, err)) return fail(err, kExitBadInput);
-    std::cerr << path << ": rewritten\n";
+  for (const auto& [plan, text] : changed) {
+    if (auto w = rewrite(plan, text); !w) return fail(w.error(), kExitBadInput);
+    std::cerr << plan.path << ": rewritten" << (plan.via_link ? " (the symlink's target " + plan.target + ")" : "")
+              << "\n";
   }
   return kExitOk;
 }
@@ -268,7 +244,7 @@ int run_mutate(ManifestArgs a) {
   if (!input_files(a, files, err)) return fail(err);
   if (a.in_place) {
     if (a.output == "json") return fail("--in-place keeps each file's format; it cannot be combined with -o json");
-    return run_mutate_in_place(cfg, files);
+    return run_mutate_in_place(cfg, files, a.allow_reformat);
   }
   std::FILE* tmp = std::tmpfile();
   if (!tmp) return fail("cannot create a temporary file");
@@ -280,6 +256,7 @@ int run_mutate(ManifestArgs a) {
   manifests::OfflineRunner runner(cfg, a.output == "json" ? manifests::OutputFormat::kJson : manifests::OutputFormat::kYaml,
                                   out);
   runner.set_report_sink(print_mutate_report);
+  if (a.allow_reformat) runner.allow_reformat();
   for (const auto& f : files)
     if (!process_file(runner, f, err)) return fail(err);
   runner.finish();
@@ -360,39 +337,6 @@ int run_serve(server::ServeOptions opts, const std::string& log_level) {
 }  // namespace
 
 namespace {
-bool expand_inputs(const std::vector<std::string>& args, std::vector<std::string>& files, std::string& err) {
-  for (const auto& a : args) {
-    if (a == "-") {
-      files.push_back(a);
-      continue;
-    }
-    std::error_code ec;
-    auto st = fs::status(a, ec);
-    if (ec || !fs::exists(st)) {
-      err = a + ": no such file or directory";
-      return false;
-    }
-    if (fs::is_directory(st)) {
-      std::vector<std::string> found;
-      for (auto it = fs::recursive_directory_iterator(a, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (!it->is_regular_file()) continue;
-        auto ext = it->path().extension().string();
-        if (ext == ".yaml" || ext == ".yml" || ext == ".json") found.push_back(it->path().string());
-      }
-      if (ec) {
-        err = a + ": " + ec.message();
-        return false;
-      }
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
-    } else {
-      files.push_back(a);
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -432,7 +376,10 @@ int run(int argc, char** argv) {
   auto* mutate = app.add_subcommand("mutate", "Print manifests with /dev/shm injected into training pod templates");
   mutate->add_option("-f,--filename,files", ma.files, "file, directory or - for stdin (repeatable; default: stdin)");
   mutate->add_option("-o,--output", ma.output, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
-  mutate->add_flag("-i,--in-place", ma.in_place, "rewrite the files that change (atomically); leave the rest untouched");
+  mutate->add_flag("-i,--in-place", ma.in_place,
+                   "rewrite the files that change (through symlinks, keeping owner, mode and hard links); leave the rest untouched");
+  mutate->add_flag("--allow-reformat", ma.allow_reformat,
+                   "when templates sharing a YAML anchor need different edits, re-emit the document (comments lost, anchor expanded) instead of failing");
   mutate->add_option("--exclude", ma.excludes, "skip files whose path or name matches this glob (repeatable)");
   mutate->add_option("--config", ma.config_file, "YAML config file");
   auto* check = app.add_subcommand("check", "Exit 1 if a training pod template lacks the /dev/shm it needs");
@@ -504,10 +451,9 @@ int run(int argc, char** argv) {
     if (*observe) return run_observe(oa);
     if (*review) {
       if (ra.files.empty() && !ra.test_pod) return fail("review: give -f FILE or --test-pod");
-      std::vector<std::string> files;
-      std::string err;
-      if (!expand_inputs(ra.files, files, err)) return fail(err);
-      ra.files = files;
+      auto files = expand_inputs(ra.files);
+      if (!files) return fail(files.error());
+      ra.files = std::move(*files);
       return run_review(ra);
     }
     if (*fn) {

@@ -180,7 +180,7 @@ bool OfflineRunner::process_document(const std::string& file, int index, const R
     return file + ":" + std::to_string(rel_line > 0 ? raw.first_line + rel_line - 1 : raw.first_line);
   };
   if (!parse_document(raw.text, ydoc_, yerr)) {
-    err = where(yerr.line) + ": invalid YAML: " + yerr.message;
+    err = where(yerr.line) + (yerr.limit ? ": " : ": invalid YAML: ") + yerr.message;
     return false;
   }
   const YamlNode* node = ydoc_.root;
@@ -294,8 +294,14 @@ bool OfflineRunner::write_changed(const RawDocument& raw, json& doc, std::vector
       write(*edit, &check_doc_);
       return true;
     }
+    if (edit.line() > 0 && !allow_reformat_) {
+      err = where(edit.line()) + ": " + edit.error() +
+            "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)";
+      return false;
+    }
+    const std::string why = edit.line() > 0 ? edit.error() + " at " + where(edit.line()) : edit.error();
     for (auto& rep : reports)
-      if (rep.result.mutated()) rep.rewritten = edit.error();
+      if (rep.result.mutated()) rep.rewritten = why;
   }
   // The re-emitter: the patched tree written out in full.
   if (!ydoc_.unshare(node_budget_)) {

@@ -59,6 +59,9 @@ class OfflineRunner {
   const std::vector<TemplateReport>& reports() const { return reports_; }
   // Reports carry a copy of their template (for `shmguard review`, which sends it to a webhook).
   void keep_objects() { keep_objects_ = true; }
+  // Templates sharing an anchor that need different edits: re-emit the document (comments and
+  // layout lost, the anchor expanded) instead of failing.
+  void allow_reformat() { allow_reformat_ = true; }
 
  private:
   void write_json_document(const std::string& text);
@@ -80,6 +83,7 @@ class OfflineRunner {
   std::size_t node_budget_ = 0;
   bool wrote_any_ = false;
   bool keep_objects_ = false;
+  bool allow_reformat_ = false;
   std::string held_;                        // a file's last document, without a final newline
   std::optional<std::string> held_fixed_;   // the same, safe to follow with a newline
   std::string first_json_;   // held back until we know whether to wrap in a List

@@ -14,6 +14,13 @@ struct Unsupported {
   std::string why;
 };
 
+// Templates that share an anchored node need different edits there: no edit of the text serves
+// both, and re-emitting would expand the anchor.
+struct AnchorConflict {
+  std::string why;
+  int line;  // the anchored node's, within the document
+};
+
 // How the document writes block collections, read off the document itself.
 struct Style {
   int step = 2;        // a nested mapping's indent relative to its key
@@ -196,6 +203,8 @@ struct Edit {
 struct Entry {
   std::string key;
   json value;
+  std::string from;                 // the template whose patch adds it
+  const YamlNode* anchor = nullptr;  // reached through this anchored node: other templates may share it
 };
 
 class Editor {
@@ -211,13 +220,12 @@ class Editor {
       if (slash == std::string::npos) throw Unsupported{"cannot patch the document root"};
       const std::string parent_ptr = path.substr(0, slash);
       const std::string last = pointer_tokens(path.substr(slash)).back();
-      bool through_anchor = false;
-      const YamlNode* parent = resolve(doc_.root, parent_ptr, &through_anchor);
+      const YamlNode* anchor = nullptr;
+      const YamlNode* parent = resolve(doc_.root, parent_ptr, &anchor);
       if (!parent) throw Unsupported{"path " + path + " does not resolve"};
-      if (through_anchor) throw Unsupported{"the pod template is reached through an anchor or alias"};
       const json& value = op.at("value");
       if (kind == "add" && parent->kind == YamlNode::Kind::kSequence && last == "-") {
-        append(parent, {"", value});
+        append(parent, {"", value, prefix, anchor});
         continue;
       }
       if ((kind == "add" || kind == "replace") && parent->kind == YamlNode::Kind::kMap) {
@@ -226,11 +234,12 @@ class Editor {
         for (const auto& [k, v] : parent->pairs)
           if (k->kind == YamlNode::Kind::kScalar && k->value == last) key = k, old = v;
         if (!old && kind == "add") {
-          append(parent, {last, value});
+          append(parent, {last, value, prefix, anchor});
           continue;
         }
         if (old) {
           if (old->anchored) throw Unsupported{"the value at " + path + " carries an anchor"};
+          if (anchor && shared_replace(old, value, anchor)) continue;
           replace(parent, key, old, value);
           continue;
         }
@@ -267,14 +276,42 @@ class Editor {
   std::vector<Edit> edits_;
   std::vector<std::pair<const YamlNode*, std::vector<Entry>>> appends_;  // in patch order
 
+  std::vector<std::pair<const YamlNode*, json>> replaced_;  // values replaced through an anchor
+
+  [[noreturn]] static void conflict(const YamlNode* anchor, const std::string& what) {
+    throw AnchorConflict{"templates sharing the anchor here need different edits under it (" + what + ")",
+                         anchor->line};
+  }
+
+  // Templates reaching one node through an anchor each ask for their edit; the text gets it once.
   void append(const YamlNode* parent, Entry e) {
     for (auto& [node, entries] : appends_) {
-      if (node == parent) {
-        entries.push_back(std::move(e));
-        return;
+      if (node != parent) continue;
+      if (e.anchor) {
+        for (const auto& prior : entries) {
+          if (prior.from == e.from || prior.key != e.key) continue;
+          if (prior.value == e.value) return;  // the same edit, asked for by another alias
+          if (!e.key.empty()) conflict(e.anchor, "different values for " + e.key);
+        }
+        // A sequence: another alias appending a different element is a conflict too.
+        for (const auto& prior : entries)
+          if (prior.from != e.from && e.key.empty()) conflict(e.anchor, "different entries added to one list");
       }
+      entries.push_back(std::move(e));
+      return;
     }
     appends_.push_back({parent, {std::move(e)}});
+  }
+
+  // True when another alias already replaced `old` with `value`; a different value conflicts.
+  bool shared_replace(const YamlNode* old, const json& value, const YamlNode* anchor) {
+    for (const auto& [node, v] : replaced_) {
+      if (node != old) continue;
+      if (v == value) return true;
+      conflict(anchor, "different values for one field");
+    }
+    replaced_.emplace_back(old, value);
+    return false;
   }
 
   // Where a new line goes after the text ending at byte `pos`: the start of the next line (or
@@ -428,6 +465,8 @@ Result<std::string> edit_in_place(const std::string& text, const YamlDocument& d
     Editor ed(text, doc);
     for (const auto& p : patches) ed.add_patch(p.pointer, *p.ops);
     return ed.apply();
+  } catch (const AnchorConflict& c) {
+    return Result<std::string>::failure(c.why, c.line);
   } catch (const Unsupported& u) {
     return Result<std::string>::failure(u.why);
   } catch (const std::exception& e) {

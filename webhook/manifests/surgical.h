@@ -22,10 +22,13 @@ struct TemplatePatch {
 };
 
 // `doc` must be `text` parsed by parse_document. Supports what inject_pod emits: "add" to the end
-// of a mapping or sequence, and "add"/"replace" of an existing value. The caller verifies the
-// result by parsing it; anything unsupported (a path through an anchor, a replaced block scalar)
-// returns !ok so the caller can fall back to the re-emitter.
-// The edited text, or why it could not be edited in place.
+// of a mapping or sequence, and "add"/"replace" of an existing value. Templates that reach one
+// node through an anchor (aliases) and ask for the same edit there get it once. The caller
+// verifies the result by parsing it.
+// The edited text, or why it could not be edited in place: a failure with a line() is an anchor
+// conflict (templates sharing the anchored node at that line, relative to the document, need
+// different edits); one without is a layout the editor does not support (a replaced block
+// scalar, an anchored value), which the re-emitter can still write.
 Result<std::string> edit_in_place(const std::string& text, const YamlDocument& doc,
                                   const std::vector<TemplatePatch>& patches);
 

@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 
+#include "base/limits.h"
+
 namespace shmguard::manifests {
 namespace {
 
@@ -245,6 +247,7 @@ class Builder {
             n->start = n->end = stack_.back().last_end;
             n->line = stack_.back().last_line;
           }
+          n->height = 0;
           anchor(ev.data.scalar.anchor, n);
           if (!attach(n, err)) return false;
           note_end(n->end, n->line);
@@ -253,6 +256,12 @@ class Builder {
         case YAML_SEQUENCE_START_EVENT:
         case YAML_MAPPING_START_EVENT: {
           bool seq = ev.type == YAML_SEQUENCE_START_EVENT;
+          if (stack_.size() + 1 > kMaxNesting) {
+            err.message = kNestingError;
+            err.line = line;
+            err.limit = true;
+            return false;
+          }
           YamlNode* n = doc_.make(seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap);
           n->line = line;
           place(n, ev);
@@ -274,6 +283,9 @@ class Builder {
             n->end = stack_.back().last_end;
           }
           int end_line = n->flow ? static_cast<int>(ev.end_mark.line) + 1 : stack_.back().last_line;
+          n->height = 1;
+          for (const YamlNode* c : n->items) n->height = std::max(n->height, c->height + 1);
+          for (const auto& [k, v] : n->pairs) n->height = std::max(n->height, v->height + 1);
           stack_.pop_back();
           note_end(n->end, end_line);
           break;
@@ -286,6 +298,14 @@ class Builder {
             return false;
           }
           doc_.has_aliases = true;
+          if (it->second->height < 0 || stack_.size() + static_cast<std::size_t>(it->second->height) > kMaxNesting) {
+            // An alias inside the node it names would expand without end.
+            err.message = it->second->height < 0 ? "an alias inside the node it refers to (a recursive structure)"
+                                                 : std::string(kNestingError) + " (alias expanded)";
+            err.line = line;
+            err.limit = true;
+            return false;
+          }
           if (!attach(it->second, err)) return false;
           note_end(ev.end_mark.index, static_cast<int>(ev.end_mark.line) + 1);
           break;
@@ -773,9 +793,9 @@ std::vector<std::string> pointer_tokens(const std::string& ptr) {
   return out;
 }
 
-const YamlNode* resolve(const YamlNode* root, const std::string& pointer, bool* through_anchor) {
+const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const YamlNode** anchor) {
   const YamlNode* cur = root;
-  if (through_anchor) *through_anchor = cur && cur->anchored;
+  if (anchor) *anchor = cur && cur->anchored ? cur : nullptr;
   for (const auto& t : pointer_tokens(pointer)) {
     if (!cur) return nullptr;
     std::size_t idx = 0;
@@ -786,7 +806,7 @@ const YamlNode* resolve(const YamlNode* root, const std::string& pointer, bool* 
     } else {
       return nullptr;
     }
-    if (cur && through_anchor && cur->anchored) *through_anchor = true;
+    if (cur && anchor && !*anchor && cur->anchored) *anchor = cur;
   }
   return cur;
 }

@@ -55,6 +55,9 @@ struct YamlNode {
   int column = 0;                           // 0-based column of `start`
   bool flow = false;                        // a [..] or {..} collection
   bool anchored = false;                    // carries an anchor: aliases may share it
+  // Collections nested in this node, aliases expanded (a scalar 0, "[[]]" 2); -1 while the
+  // parser is still inside it. Parsing bounds it, so walks over the tree recurse a bounded depth.
+  int height = -1;
 
   bool is_null() const;
 };
@@ -75,6 +78,7 @@ struct YamlDocument {
 struct YamlError {
   std::string message;
   int line = 0;
+  bool limit = false;  // valid YAML that a bound refuses (nesting, a recursive alias), not a syntax error
 };
 
 // libyaml's marks count characters; edits of the text need bytes. ASCII text (nearly every
@@ -100,9 +104,9 @@ std::optional<std::string> strip_trailing_block_scalar(const YamlDocument& doc, 
 // The reference tokens of a JSON pointer, unescaped ("~1" -> "/", "~0" -> "~").
 std::vector<std::string> pointer_tokens(const std::string& pointer);
 
-// The node at a JSON pointer (mapping keys and sequence indexes), or null. `through_anchor` is
-// set when the walk passes through an anchored node, whose text other places may share.
-const YamlNode* resolve(const YamlNode* root, const std::string& pointer, bool* through_anchor = nullptr);
+// The node at a JSON pointer (mapping keys and sequence indexes), or null. `anchor` is set to the
+// first anchored node the walk passes through (whose text other places may share), else null.
+const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const YamlNode** anchor = nullptr);
 
 // Parses one document. False and `err` on invalid YAML.
 bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err);

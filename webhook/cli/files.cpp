@@ -1,0 +1,175 @@
+// Input walks and in-place rewrites (see files.h).
+#include "cli/files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+
+namespace shmguard::cli {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+std::string why() { return std::strerror(errno); }
+
+bool manifest_name(const std::string& name) {
+  for (const char* ext : {".yaml", ".yml", ".json"}) {
+    const std::size_t n = std::strlen(ext);
+    if (name.size() > n && name.compare(name.size() - n, n, ext) == 0) return true;
+  }
+  return false;
+}
+
+// Walks `dir` (already stat'ed as `st`), adding manifest files to `out`. `seen` holds the
+// directories entered (device, inode), so a symlink back up the tree ends the walk there.
+Result<bool> walk(const std::string& dir, const struct stat& st, std::set<std::pair<dev_t, ino_t>>& seen,
+                  Strings& out) {
+  if (!seen.insert({st.st_dev, st.st_ino}).second) return true;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return Result<bool>::failure(dir + ": cannot read directory: " + why());
+  Strings names;
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  const int read_errno = errno;
+  ::closedir(d);
+  if (read_errno != 0) return Result<bool>::failure(dir + ": cannot read directory: " + std::strerror(read_errno));
+  for (const auto& name : names) {
+    const std::string path = (dir.ends_with('/') ? dir : dir + "/") + name;
+    struct stat est{};
+    if (::stat(path.c_str(), &est) != 0) {
+      struct stat lst{};
+      const bool link = ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
+      // A dangling link that does not look like a manifest is none of our business.
+      if (link && errno == ENOENT && !manifest_name(name)) continue;
+      return Result<bool>::failure(path + (link ? ": cannot follow symlink: " : ": ") + why());
+    }
+    if (S_ISDIR(est.st_mode)) {
+      auto r = walk(path, est, seen, out);
+      if (!r) return r;
+    } else if (S_ISREG(est.st_mode) && manifest_name(name)) {
+      out.push_back(path);
+    }
+  }
+  return true;
+}
+
+Result<bool> write_all(int fd, const std::string& text) {
+  std::size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Result<bool>::failure(why());
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) return Result<bool>::failure(why());
+  return true;
+}
+
+bool in_group(gid_t gid) {
+  if (gid == ::getegid()) return true;
+  gid_t groups[NGROUPS_MAX];
+  const int n = ::getgroups(NGROUPS_MAX, groups);
+  return std::find(groups, groups + std::max(n, 0), gid) != groups + std::max(n, 0);
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& args) {
+  Strings files;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  for (const auto& a : args) {
+    if (a == "-") {
+      files.push_back(a);
+      continue;
+    }
+    struct stat st{};
+    if (::stat(a.c_str(), &st) != 0) return Result<Strings>::failure(a + ": " + why());
+    if (!S_ISDIR(st.st_mode)) {
+      files.push_back(a);
+      continue;
+    }
+    Strings found;
+    auto r = walk(a, st, seen, found);
+    if (!r) return Result<Strings>::failure(r.error());
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Result<std::string>::failure(path + ": cannot open: " + why());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Result<std::string>::failure(path + ": cannot read: " + why());
+  return ss.str();
+}
+
+Result<RewritePlan> plan_rewrite(const std::string& path) {
+  RewritePlan p;
+  p.path = path;
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) return Result<RewritePlan>::failure(path + ": " + why());
+  p.target = real;
+  std::free(real);
+  struct stat st{};
+  p.via_link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  if (::stat(p.target.c_str(), &st) != 0) return Result<RewritePlan>::failure(path + ": " + why());
+  if (!S_ISREG(st.st_mode)) return Result<RewritePlan>::failure(path + ": not a regular file");
+  const std::string dir = p.target.substr(0, p.target.rfind('/') + 1);
+  // A rename gives the file the writer's owner: only when that can be set back to the file's own.
+  const bool keeps_owner = ::geteuid() == 0 || (st.st_uid == ::geteuid() && in_group(st.st_gid));
+  p.in_place = st.st_nlink > 1 || !keeps_owner || ::access(dir.c_str(), W_OK) != 0;
+  if (p.in_place && ::access(p.target.c_str(), W_OK) != 0) {
+    return Result<RewritePlan>::failure(path + ": cannot rewrite keeping its owner " + std::to_string(st.st_uid) +
+                                        ":" + std::to_string(st.st_gid) + " (" + why() + ")");
+  }
+  return p;
+}
+
+Result<bool> rewrite(const RewritePlan& p, const std::string& text) {
+  struct stat st{};
+  if (::stat(p.target.c_str(), &st) != 0) return Result<bool>::failure(p.path + ": " + why());
+  if (p.in_place) {
+    // Hard links and owners stay as they are; not atomic, so done only after every check passed.
+    int fd = ::open(p.target.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) return Result<bool>::failure(p.path + ": cannot write: " + why());
+    auto w = write_all(fd, text);
+    const bool closed = ::close(fd) == 0;
+    if (!w || !closed) return Result<bool>::failure(p.path + ": cannot write: " + (w ? why() : w.error()));
+    return true;
+  }
+  std::string tmp = p.target + ".shmguard-XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return Result<bool>::failure(p.path + ": cannot create a temporary file beside it: " + why());
+  std::string err;
+  if (::fchown(fd, st.st_uid, st.st_gid) != 0 || ::fchmod(fd, st.st_mode & 07777) != 0) {
+    err = "cannot keep owner and mode: " + why();
+  } else if (auto w = write_all(fd, text); !w) {
+    err = "cannot write: " + w.error();
+  }
+  if (::close(fd) != 0 && err.empty()) err = "cannot write: " + why();
+  if (err.empty() && ::rename(tmp.c_str(), p.target.c_str()) != 0) err = "cannot replace: " + why();
+  if (!err.empty()) {
+    ::unlink(tmp.c_str());
+    return Result<bool>::failure(p.path + ": " + err);
+  }
+  return true;
+}
+
+}  // namespace shmguard::cli
