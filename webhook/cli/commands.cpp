@@ -127,7 +127,7 @@ struct ManifestArgs {
   std::vector<std::string> excludes;
   std::string output;
   std::string config_file;
-  std::string fail_on = "missing,too-small,stale";
+  std::string fail_on = "missing,too-small,stale,rejected";
   bool in_place = false;
   bool skip_invalid = false;
   bool allow_reformat = false;
@@ -386,7 +386,7 @@ int run(int argc, char** argv) {
   check->add_option("-f,--filename,files", ca.files, "file, directory or - for stdin (repeatable)")->required();
   check->add_option("-o,--output", ca.output, "text, json, junit, sarif or github")
       ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}));
-  check->add_option("--fail-on", ca.fail_on, "findings that fail the run: missing,too-small,stale,warning or none")
+  check->add_option("--fail-on", ca.fail_on, "findings that fail the run: missing,too-small,stale,warning,rejected or none")
       ->capture_default_str();
   check->add_option("--exclude", ca.excludes, "skip files whose path or name matches this glob (repeatable)");
   check->add_flag("--skip-invalid", ca.skip_invalid, "report and skip files that are not Kubernetes manifests");

@@ -171,8 +171,9 @@ void render_text(std::ostream& os, const std::vector<Record>& records, const Tot
   for (const auto& s : t.skipped_files) os << s << "\n";
   os << plural(t.templates, "pod template", "pod templates") << ": " << t.by_rule[idx(Rule::kMissing)]
      << " would get /dev/shm, " << t.by_rule[idx(Rule::kTooSmall)] << " too small, "
-     << t.by_rule[idx(Rule::kStale)] << " stale, " << plural(t.by_rule[idx(Rule::kWarning)], "warning", "warnings")
-     << "; " << plural(t.failed, "fails", "fail");
+     << t.by_rule[idx(Rule::kStale)] << " stale, " << plural(t.by_rule[idx(Rule::kWarning)], "warning", "warnings");
+  if (t.by_rule[idx(Rule::kRejected)]) os << ", " << t.by_rule[idx(Rule::kRejected)] << " rejected";
+  os << "; " << plural(t.failed, "fails", "fail");
   std::string list;
   for (Rule r : kRules)
     if (f.fails(r)) {
@@ -190,6 +191,7 @@ const char* rule_name(Rule r) {
     case Rule::kTooSmall: return "too-small";
     case Rule::kStale: return "stale";
     case Rule::kWarning: return "warning";
+    case Rule::kRejected: return "rejected";
   }
   return "?";
 }
@@ -200,6 +202,7 @@ const char* rule_description(Rule r) {
     case Rule::kTooSmall: return "The pod's own /dev/shm is smaller than its annotations need";
     case Rule::kStale: return "shmguard's /dev/shm volume has a size its annotations no longer give";
     case Rule::kWarning: return "A bad or unknown shmguard.io annotation, or another warning";
+    case Rule::kRejected: return "A shmguard.io annotation the API server would refuse (a value that is not a string)";
   }
   return "?";
 }
@@ -219,7 +222,7 @@ std::optional<FailOn> parse_fail_on(const std::string& text, std::string& err) {
       }
     }
     if (!known) {
-      err = "--fail-on: unknown finding \"" + item + "\" (missing, too-small, stale, warning or none)";
+      err = "--fail-on: unknown finding \"" + item + "\" (missing, too-small, stale, warning, rejected or none)";
       return std::nullopt;
     }
   }
@@ -253,6 +256,7 @@ Record make_record(const manifests::TemplateReport& rep, const FailOn& fail_on) 
   if (res.too_small) r.findings.push_back({Rule::kTooSmall, r.line, r.decision});
   if (res.stale) r.findings.push_back({Rule::kStale, r.line, r.decision});
   for (const auto& [line, msg] : r.warnings) r.findings.push_back({Rule::kWarning, line, msg});
+  for (const auto& [line, msg] : rep.rejected) r.findings.push_back({Rule::kRejected, line, msg});
   for (const auto& f : r.findings) r.failed = r.failed || fail_on.fails(f.rule);
   return r;
 }
@@ -262,6 +266,8 @@ void render_text_record(std::ostream& os, const Record& r) {
   if (!r.procs_source.empty()) os << " (" << r.procs << (r.procs == 1 ? " proc" : " procs") << " from " << r.procs_source << ")";
   os << "\n";
   for (const auto& [line, msg] : r.warnings) os << r.file << ":" << line << ": warning: " << msg << "\n";
+  for (const auto& f : r.findings)
+    if (f.rule == Rule::kRejected) os << r.file << ":" << f.line << ": error: " << f.message << "\n";
 }
 
 void render(std::ostream& os, Format f, const std::vector<Record>& records, const Totals& totals,

@@ -13,18 +13,18 @@
 namespace shmguard::cli {
 
 // The kinds of finding `--fail-on` chooses from. Closed set; strings only at the edges.
-enum class Rule { kMissing, kTooSmall, kStale, kWarning };
-inline constexpr Rule kRules[] = {Rule::kMissing, Rule::kTooSmall, Rule::kStale, Rule::kWarning};
+enum class Rule { kMissing, kTooSmall, kStale, kWarning, kRejected };
+inline constexpr Rule kRules[] = {Rule::kMissing, Rule::kTooSmall, Rule::kStale, Rule::kWarning, Rule::kRejected};
 
 const char* rule_name(Rule r);
 const char* rule_description(Rule r);
 
 struct FailOn {
-  bool rules[4] = {true, true, true, false};  // default: missing,too-small,stale
+  bool rules[5] = {true, true, true, false, true};  // default: missing,too-small,stale,rejected
   bool fails(Rule r) const { return rules[static_cast<int>(r)]; }
 };
 
-// Parses "missing,too-small,stale,warning" (any subset; "none" for no failures).
+// Parses "missing,too-small,stale,warning,rejected" (any subset; "none" for no failures).
 std::optional<FailOn> parse_fail_on(const std::string& text, std::string& err);
 
 struct Finding {
@@ -52,7 +52,7 @@ Record make_record(const manifests::TemplateReport& r, const FailOn& fail_on);
 
 struct Totals {
   std::size_t templates = 0, failed = 0;
-  std::size_t by_rule[4] = {0, 0, 0, 0};
+  std::size_t by_rule[5] = {0, 0, 0, 0, 0};
   std::vector<std::string> skipped_files;  // "file: why" (--skip-invalid)
 };
 

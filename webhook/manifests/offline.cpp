@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "inject/json_fields.h"
 #include "manifests/surgical.h"
 #include "manifests/templates.h"
 #include "manifests/yaml_doc.h"
@@ -166,7 +167,9 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
       // Files are concatenated into one stream: the previous file may lack a final newline and
       // this one may not open with "---"; without both, two documents would read as one.
       release_held(true);
-      if (raw.text.compare(0, 3, "---") != 0) out_ << "---\n";
+      // Directives may only follow a document that "..." ends; otherwise a "---" line separates.
+      if (raw.text.starts_with('%')) out_ << "...\n";
+      else if (raw.text.compare(0, 3, "---") != 0) out_ << "---\n";
     }
     if (!process_document(file, index, raw, err)) return false;
   }
@@ -219,8 +222,17 @@ bool OfflineRunner::process_document(const std::string& file, int index, const R
     rep.training_kind = ref.training_kind;
     rep.owner_procs = ref.owner_procs;
     if (keep_objects_) rep.object = tmpl;
+    check_annotation_types(tmpl, rep, raw.first_line);
     rep.warning_lines = warning_lines(rep, raw.first_line);
     reports.push_back(std::move(rep));
+  }
+  if (format_ != OutputFormat::kNone) {
+    // Written out, the document would pass on what kubectl refuses: mutate stops instead.
+    for (const auto& rep : reports)
+      if (!rep.rejected.empty()) {
+        err = rep.file + ":" + std::to_string(rep.rejected.front().first) + ": " + rep.rejected.front().second;
+        return false;
+      }
   }
   const bool changed = std::any_of(reports.begin(), reports.end(), [](const auto& r) { return r.result.mutated(); });
   bool ok = true;
@@ -240,18 +252,36 @@ bool OfflineRunner::process_document(const std::string& file, int index, const R
   return ok;
 }
 
+int OfflineRunner::annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const {
+  const YamlNode* ann = resolve(ydoc_.root, rep.pointer + "/metadata/annotations");
+  if (ann && !key.empty() && ann->kind == YamlNode::Kind::kMap) {
+    for (const auto& [k, v] : ann->pairs)
+      if (k->kind == YamlNode::Kind::kScalar && k->value == key) return first_line + k->line - 1;
+  }
+  return rep.line;
+}
+
 std::vector<int> OfflineRunner::warning_lines(const TemplateReport& rep, int first_line) const {
   std::vector<int> lines;
-  const YamlNode* ann = resolve(ydoc_.root, rep.pointer + "/metadata/annotations");
-  for (const auto& about : rep.result.warning_about) {
-    int line = rep.line;
-    if (ann && !about.empty() && ann->kind == YamlNode::Kind::kMap) {
-      for (const auto& [k, v] : ann->pairs)
-        if (k->kind == YamlNode::Kind::kScalar && k->value == about) line = first_line + k->line - 1;
-    }
-    lines.push_back(line);
-  }
+  for (const auto& about : rep.result.warning_about) lines.push_back(annotation_line(rep, about, first_line));
   return lines;
+}
+
+// Annotation values must be strings; YAML reads `64` and `true` as a number and a bool, and the
+// API server refuses the object. A shmguard.io one is a finding (its value is what shmguard sized
+// by), any other a warning.
+void OfflineRunner::check_annotation_types(const json& tmpl, TemplateReport& rep, int first_line) const {
+  const json* md = inject::object_at(tmpl, "metadata");
+  const json* ann = md ? inject::object_at(*md, "annotations") : nullptr;
+  if (!ann) return;
+  for (const auto& [key, value] : ann->items()) {
+    if (!value.is_number() && !value.is_boolean()) continue;
+    std::string msg = "annotation " + inject::printable(key, 80) + ": " + value.dump() + " is " +
+                      (value.is_boolean() ? "a bool" : "a number") +
+                      "; kubectl would reject it (annotation values must be strings): quote it";
+    if (key.starts_with("shmguard.io/")) rep.rejected.emplace_back(annotation_line(rep, key, first_line), std::move(msg));
+    else rep.result.warn(std::move(msg), key);
+  }
 }
 
 bool OfflineRunner::write_json_tree(const std::function<std::string(int)>& where, std::string& err) {

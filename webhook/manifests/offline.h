@@ -28,6 +28,9 @@ struct TemplateReport {
   std::string pointer;  // JSON pointer of the template within its document
   inject::InjectResult result;
   std::vector<int> warning_lines;  // per warning: the line of the annotation it is about, else `line`
+  // shmguard.io annotations the API server would refuse (a number or bool where a string must be):
+  // line and message. The webhook never sees these (the API server refuses them first).
+  std::vector<std::pair<int, std::string>> rejected;
   std::string rewritten;           // why the document was re-emitted instead of edited in place
   std::string namespace_name;      // metadata.namespace of the resource that owns the template
   bool training_kind = false;      // inside a Kubeflow training kind (its operator labels the pods)
@@ -69,6 +72,8 @@ class OfflineRunner {
   void release_held(bool more_follows);
   bool process_document(const std::string& file, int index, const RawDocument& raw, std::string& err);
   std::vector<int> warning_lines(const TemplateReport& rep, int first_line) const;
+  int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
+  void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;
   bool write_json_tree(const std::function<std::string(int)>& where, std::string& err);
   bool write_changed(const RawDocument& raw, nlohmann::json& doc, std::vector<TemplateReport>& reports,
                      const std::function<std::string(int)>& where, std::string& err);

@@ -23,6 +23,11 @@ bool is_separator(const std::string& line) {
   return line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r';
 }
 
+bool is_document_end(const std::string& line) {
+  if (line.compare(0, 3, "...") != 0) return false;
+  return line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r';
+}
+
 struct BudgetExceeded {};
 struct Unconvertible {
   std::string why;
@@ -643,19 +648,25 @@ bool DocumentReader::next(RawDocument& out) {
     any = true;
   }
   std::string line;
+  // Directives ("%YAML 1.1", "%TAG ...") belong to the document their "---" opens.
+  bool directives = false;
   while (std::getline(in_, line)) {
     ++line_;
     bool had_newline = !in_.eof();
-    if (is_separator(line) && any) {
+    if (is_separator(line) && any && !directives) {
       pending_ = line;
       if (had_newline) pending_ += '\n';
       has_pending_ = true;
       return true;
     }
     if (is_separator(line) && !any) out.first_line = line_;
+    if (line.starts_with('%') && out.text.find_first_not_of(" \t\r\n") == std::string::npos) directives = true;
+    if (is_separator(line)) directives = false;
     out.text += line;
     if (had_newline) out.text += '\n';
     any = true;
+    // "..." ends a document; what follows (directives, say) starts the next.
+    if (!directives && is_document_end(line)) return true;
   }
   done_ = true;
   return any;
