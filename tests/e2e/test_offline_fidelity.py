@@ -219,6 +219,8 @@ VARIANTS = {
     "trailing-separator": lambda t: (t if t.endswith(b"\n") else t + b"\n") + b"---\n",
     "comment-only-documents": lambda t: b"# header comment\n---\n# only a comment\n---\n" + t.rstrip(b"\n") +
                                         b"\n---\n# trailing comment-only document",
+    # A %YAML directive opens the file: it stays with its document, and between files "..." keeps it a directive.
+    "yaml-directive": lambda t: b"%YAML 1.1\n" + (t if t.startswith(b"---") else b"---\n" + t),
 }
 
 
