@@ -92,7 +92,7 @@ def test_sarif_is_2_1_0_with_rules_and_physical_locations():
     s = json.loads(r.stdout)
     assert s["version"] == "2.1.0" and "sarif-2.1.0" in s["$schema"]
     driver = s["runs"][0]["tool"]["driver"]
-    assert [rule["id"] for rule in driver["rules"]] == ["missing", "too-small", "stale", "warning"]
+    assert [rule["id"] for rule in driver["rules"]] == ["missing", "too-small", "stale", "warning", "rejected"]
     results = s["runs"][0]["results"]
     by_rule = {}
     for res in results:

@@ -30,13 +30,20 @@ const char* type_name(const YamlNode& n) {
 std::string leading_comments(const std::string& text, bool& had_separator) {
   std::size_t pos = 0;
   had_separator = false;
-  if (text.compare(0, 3, "---") == 0) {
+  std::string out;
+  if (text.starts_with('%')) {
+    // Directives and the "---" line that ends them are kept as they are.
+    auto sep = text.find("\n---");
+    auto nl = sep == std::string::npos ? std::string::npos : text.find('\n', sep + 1);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    out = text.substr(0, pos);
+    if (!out.empty() && out.back() != '\n') out += '\n';
+  } else if (text.compare(0, 3, "---") == 0) {
     had_separator = true;
     auto nl = text.find('\n');
     // Content after "--- " on the same line (e.g. "--- # note") is dropped with the line.
     pos = nl == std::string::npos ? text.size() : nl + 1;
   }
-  std::string out;
   while (pos < text.size()) {
     auto nl = text.find('\n', pos);
     std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos + 1);
