@@ -17,7 +17,7 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHMGUARD_BUILD_BE
     && cmake --build /build -j"$(nproc)" \
     && cd /build && ctest --output-on-failure -j"$(nproc)" -E 'e2e.test_pytorch|e2e.test_chart|e2e.test_hostile' \
     && strip /build/shmguard
-RUN mkdir -p /rootfs/usr/local/bin /rootfs/etc /rootfs/tmp \
+RUN mkdir -p /rootfs/usr/local/bin /rootfs/etc /rootfs/tmp /rootfs/work \
     && cp /build/shmguard /rootfs/usr/local/bin/shmguard \
     && ln -s shmguard /rootfs/usr/local/bin/kubectl-shmguard \
     && ldd /build/shmguard | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' \
@@ -29,6 +29,8 @@ RUN mkdir -p /rootfs/usr/local/bin /rootfs/etc /rootfs/tmp \
 FROM scratch AS runtime
 COPY --from=build /rootfs/ /
 USER 65532:65532
+# As a CLI: docker run --rm -v "$PWD:/work" IMAGE check -f k8s   (paths relative to the mount)
+WORKDIR /work
 EXPOSE 8443 9090
 ENTRYPOINT ["/usr/local/bin/shmguard"]
 CMD ["serve", "--tls-cert-file=/etc/shmguard/tls/tls.crt", "--tls-private-key-file=/etc/shmguard/tls/tls.key"]

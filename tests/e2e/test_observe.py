@@ -81,9 +81,26 @@ def test_exit_status_and_stdout_pass_through():
     assert r.returncode == 0
     r = run("--", "sh", "-c", "kill -TERM $$")
     assert r.returncode == 128 + 15 and "killed by signal 15" in r.stderr
-    r = run("-o", "json", "--", "sh", "-c", "kill -BUS $$")
+    # --report -: stdout is the report alone, the command's own output goes to stderr.
+    r = run("-o", "json", "--report", "-", "--", "sh", "-c", "echo from-the-command; kill -BUS $$")
     rep = json.loads(r.stdout)
     assert r.returncode == 128 + 7 and rep["busError"] is True and rep["signal"] == 7
+    assert "from-the-command" in r.stderr
+
+
+def test_the_commands_stdout_is_its_own_byte_for_byte(tmp_path):
+    """With -o json and no --report the report goes to stderr: a pipeline reading the command's
+    output (say, a JSON line per step) sees exactly the command's bytes."""
+    payload = bytes(range(256)) * 64 + b'{"step": 1}\n'
+    src = tmp_path / "payload.bin"
+    src.write_bytes(payload)
+    for fmt in ("text", "json"):
+        r = subprocess.run([BIN, "observe", "-o", fmt, "--", "cat", str(src)], capture_output=True, timeout=60)
+        assert r.returncode == 0
+        assert r.stdout == payload, fmt
+        assert b"peak" in r.stderr.lower()
+    r = subprocess.run([BIN, "observe", "-o", "json", "--", "cat", str(src)], capture_output=True, timeout=60)
+    assert json.loads(r.stderr)["exitCode"] == 0  # cat writes nothing to stderr: the report alone
 
 
 def test_missing_command_is_127():

@@ -422,7 +422,8 @@ int run(int argc, char** argv) {
   observe->add_option("--interval-ms", oa.interval_ms, "sampling interval: shorter catches shorter peaks")
       ->capture_default_str();
   observe->add_option("-o,--output", oa.output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  observe->add_option("--report", oa.report_file, "write the report to this file (stdout stays the command's)");
+  observe->add_option("--report", oa.report_file,
+                      "write the report to this file; - for stdout, which then gets no command output (it goes to stderr)");
   observe->add_option("--batch-size", oa.batch, "the job's batch size: infer the sample size")->type_name("UINT");
   observe->add_option("--num-workers", oa.workers, "the job's DataLoader num_workers")->type_name("UINT");
   observe->add_option("--prefetch-factor", oa.prefetch, "the job's prefetch_factor (default from config)")->type_name("UINT");

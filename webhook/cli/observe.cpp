@@ -69,14 +69,16 @@ struct Child {
   int err_fd = -1;  // the command's stderr, passed through and watched for PyTorch's message
 };
 
-// Starts the command with stdin and stdout inherited and stderr through a pipe. Returns the exec
-// error (errno) of a command that could not start, 0 when it runs.
-int spawn(const std::vector<std::string>& cmd, Child& c) {
+// Starts the command with stdin and stdout inherited (stdout onto observe's stderr when
+// `stdout_to_stderr`: the report has stdout) and stderr through a pipe. Returns the exec error
+// (errno) of a command that could not start, 0 when it runs.
+int spawn(const std::vector<std::string>& cmd, bool stdout_to_stderr, Child& c) {
   int err_pipe[2], exec_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) return errno;
   c.pid = ::fork();
   if (c.pid < 0) return errno;
   if (c.pid == 0) {
+    if (stdout_to_stderr) ::dup2(STDERR_FILENO, STDOUT_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
     ::signal(SIGPIPE, SIG_DFL);
     std::vector<char*> argv;
@@ -262,7 +264,7 @@ int run_observe(const ObserveArgs& a) {
   ::sigaction(SIGTERM, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   Child c;
-  if (int e = spawn(a.command, c); e != 0) {
+  if (int e = spawn(a.command, a.report_file == "-", c); e != 0) {
     std::cerr << "shmguard observe: " << a.command[0] << ": " << std::strerror(e) << "\n";
     return e == ENOENT ? 127 : 126;
   }
@@ -287,11 +289,11 @@ int run_observe(const ObserveArgs& a) {
 
   std::ostringstream report;
   render(report, a, r, cfg);
-  if (!a.report_file.empty()) {
+  if (a.report_file == "-") {
+    std::cout << report.str() << std::flush;  // the command's stdout went to stderr
+  } else if (!a.report_file.empty()) {
     std::ofstream f(a.report_file, std::ios::trunc);
     if (!(f << report.str())) std::cerr << "shmguard observe: cannot write " << a.report_file << "\n";
-  } else if (a.output == "json") {
-    std::cout << report.str() << std::flush;
   } else {
     std::cerr << report.str();
   }
