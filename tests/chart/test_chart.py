@@ -248,6 +248,49 @@ def test_config_change_rolls_pods():
     assert key(a) != key(b)
 
 
+def test_two_releases_in_two_namespaces_do_not_share_the_webhook_configuration():
+    names = set()
+    for ns in ("team-a", "team-b"):
+        text = render([], [], namespace=ns, name="shmguard")
+        mwc = [d for d in yaml.safe_load_all(text) if d and d["kind"] == "MutatingWebhookConfiguration"]
+        assert len(mwc) == 1
+        names.add(mwc[0]["metadata"]["name"])
+        assert mwc[0]["metadata"]["name"] == f"shmguard-{ns}"
+        assert mwc[0]["webhooks"][0]["clientConfig"]["service"]["namespace"] == ns
+    assert len(names) == 2
+
+
+@pytest.mark.parametrize("sets,message", [
+    (["config.sizing.min=2Gi", "config.sizing.max=1Gi"], "config.sizing.min (2Gi) is above config.sizing.max (1Gi)"),
+    (["config.sizing.default=128Gi"], "config.sizing.default (128Gi) must lie between"),
+    (["config.sizing.min=1.5e9", "config.sizing.max=1G"], "config.sizing.min (1.5e9) is above config.sizing.max (1G)"),
+    (["config.sizing.max=lots"], "config.sizing.max"),  # the schema's own check
+])
+def test_cross_field_rules_fail_at_install(sets, message):
+    """What shmguard would refuse at start (pods crash-looping while failurePolicy Ignore lets every
+    pod through unsized) fails the install instead, with shmguard's own words."""
+    with pytest.raises(RenderError) as e:
+        objects(sets=sets)
+    assert message in str(e.value), str(e.value)[-500:]
+
+
+def test_headroom_as_number_or_numeric_string(tmp_path):
+    # `--set config.sizing.headroom=1.2` gives the string "1.2"; --set-string too; a values file a number.
+    for sets in (["config.sizing.headroom=1.2"], []):
+        args = sets
+        _, by_kind = objects(sets=args) if args else objects(sets=[])
+        text = one(by_kind, "ConfigMap")["data"]["config.yaml"]
+        cfg = yaml.safe_load(text)
+        want = 1.2 if args else 1.5
+        assert cfg["sizing"]["headroom"] == want and isinstance(cfg["sizing"]["headroom"], float)
+        (tmp_path / "c.yaml").write_text(text)
+        r = subprocess.run([BIN, "size", "--batch-size", "1", "--num-workers", "0", "--sample-size", "1Gi",
+                            "--config", str(tmp_path / "c.yaml"), "-o", "json"], capture_output=True, text=True)
+        assert r.returncode == 0 and f"x {want}" in json.loads(r.stdout)["explanation"], r.stdout + r.stderr
+    with pytest.raises(RenderError):
+        objects(sets=["config.sizing.headroom=fast"])
+
+
 def test_bad_mode_and_missing_secret_fail():
     with pytest.raises(RenderError):
         objects(sets=["certificates.mode=letsencrypt"])

@@ -70,7 +70,7 @@ def test_helm_install_is_accepted(cluster, stub_crds, values_file):
             args = [o["kind"], o["metadata"]["name"]] + (["-n", ns] if o["kind"] != "MutatingWebhookConfiguration" else [])
             stored = cluster.get(*args)
             assert stored["metadata"]["name"] == o["metadata"]["name"]
-        wh = cluster.get("mutatingwebhookconfiguration", "shmguard")["webhooks"][0]
+        wh = cluster.get("mutatingwebhookconfiguration", f"shmguard-{ns}")["webhooks"][0]
         assert wh["clientConfig"]["service"] == {"name": "shmguard", "namespace": ns, "path": "/mutate", "port": 443}
         if "certmanager" in values_file.name:
             assert cluster.get("certificate", "shmguard-tls", "-n", ns)["spec"]["secretName"]
@@ -97,6 +97,23 @@ def wait_ready(ip, port, deadline_s=20):
         except OSError:
             time.sleep(0.02)
     raise AssertionError(f"the webhook at {ip}:{port} never became ready")
+
+
+def test_two_releases_in_two_namespaces_coexist(cluster):
+    """The MutatingWebhookConfiguration is cluster-scoped: one per release, named for its namespace."""
+    try:
+        for ns in ("team-a", "team-b"):
+            r = cluster.helm("install", "shmguard", str(CHART), "-n", ns, "--create-namespace", "--no-hooks",
+                             "--set", "image.repository=shmguard,image.tag=dev")
+            assert "STATUS: deployed" in r.stdout, r.stdout + r.stderr
+            # NOTES say how to see that the webhook answers, and what Ignore means until it does.
+            assert f"kubectl -n {ns} get endpoints shmguard" in r.stdout and "failurePolicy is Ignore" in r.stdout
+        for ns in ("team-a", "team-b"):
+            wh = cluster.get("mutatingwebhookconfiguration", f"shmguard-{ns}")["webhooks"][0]
+            assert wh["clientConfig"]["service"]["namespace"] == ns
+    finally:
+        for ns in ("team-a", "team-b"):
+            cluster.helm("uninstall", "shmguard", "-n", ns, check=False)
 
 
 @pytest.fixture
@@ -185,7 +202,7 @@ def test_image_is_the_webhook_of_the_release(cluster, release, tmp_path):
         assert "--log-level=debug" in cluster.get("deployment", "shmguard", "-n", ns)["spec"]["template"]["spec"]["containers"][0]["args"]
         cluster.helm("uninstall", "shmguard", "-n", ns)
         assert cluster.get("pod", stored["metadata"]["name"], "-n", ml)["metadata"]["uid"] == stored["metadata"]["uid"]
-        assert cluster.kubectl("get", "mutatingwebhookconfiguration", "shmguard", check=False).returncode != 0
+        assert cluster.kubectl("get", "mutatingwebhookconfiguration", f"shmguard-{ns}", check=False).returncode != 0
     finally:
         docker("rm", "-f", name, check=False)
 

@@ -105,6 +105,19 @@ spec:
     image: pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime
 )";
 
+// What a refused connection to a Service usually means, and where to look.
+std::string no_endpoint_hint(const std::string& host) {
+  std::string svc = host, ns;
+  if (auto dot = host.find('.'); dot != std::string::npos) {
+    svc = host.substr(0, dot);
+    ns = host.substr(dot + 1, host.find('.', dot + 1) - dot - 1);
+  }
+  return "nothing answers there. If this is the webhook's Service, it has no ready pod: `kubectl" +
+         (ns.empty() ? std::string() : " -n " + ns) + " get endpoints " + svc +
+         "` lists them, `kubectl get pods` shows why (image not pulled, crash-looping on its config). "
+         "Until one is ready, failurePolicy Ignore admits every pod without /dev/shm";
+}
+
 int fail(const std::string& msg) {
   std::cerr << "shmguard review: " << msg << "\n";
   return 2;
@@ -165,6 +178,8 @@ int run_review(const ReviewArgs& a) {
         why << ": " << X509_verify_cert_error_string(v);
       } else if (res.error() == httplib::Error::SSLServerVerification) {
         why << ": the serving certificate is not valid for " << name << " (use --server-name)";
+      } else if (res.error() == httplib::Error::Connection || res.error() == httplib::Error::ConnectionTimeout) {
+        why << ": " << no_endpoint_hint(url.host);
       }
       return fail(why.str());
     }

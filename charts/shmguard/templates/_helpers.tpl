@@ -45,7 +45,42 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s,%s.%s,%s.%s.svc,%s.%s.svc.cluster.local" $svc $svc $ns $svc $ns $svc $ns -}}
 {{- end -}}
 
-{{/* The shmguard config file, rendered from .Values.config. */}}
+{{/* The MutatingWebhookConfiguration is cluster-scoped: its name carries the release and its
+namespace, so releases in two namespaces do not claim the same object. */}}
+{{- define "shmguard.webhookName" -}}
+{{- printf "%s-%s" (include "shmguard.fullname" .) .Release.Namespace -}}
+{{- end -}}
+
+{{/* Bytes in a Kubernetes quantity (the schema's forms: 1e9, 1.5G, 512Mi), as a float, for the checks below. */}}
+{{- define "shmguard.bytes" -}}
+{{- $q := toString . -}}
+{{- $num := regexFind "^[+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?" $q -}}
+{{- $suffix := trimPrefix $num $q -}}
+{{- $mult := dict "" 1 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624 "Ei" 1152921504606846976 -}}
+{{- if or (not $num) (not (hasKey $mult $suffix)) -}}
+{{- fail (printf "config.sizing: %q is not a quantity" $q) -}}
+{{- end -}}
+{{- mulf (float64 $num) (get $mult $suffix) -}}
+{{- end -}}
+
+{{/* The shmguard config file, rendered from .Values.config. Rules that span fields fail here, at
+`helm install`, rather than in pods that would refuse the config and crash-loop while the
+webhook (failurePolicy Ignore) lets every pod through unsized. */}}
 {{- define "shmguard.config" -}}
-{{ toYaml (merge (dict "mode" .Values.mode) .Values.config) }}
+{{- $cfg := deepCopy .Values.config -}}
+{{- $s := $cfg.sizing | default dict -}}
+{{- if hasKey $s "headroom" -}}
+{{- /* --set turns 1.2 into the string "1.2": accept both, write a number. */ -}}
+{{- $_ := set $s "headroom" (float64 $s.headroom) -}}
+{{- end -}}
+{{- $min := include "shmguard.bytes" ($s.min | default "1Gi") | float64 -}}
+{{- $max := include "shmguard.bytes" ($s.max | default "64Gi") | float64 -}}
+{{- $def := include "shmguard.bytes" ($s.default | default "8Gi") | float64 -}}
+{{- if gt $min $max -}}
+{{- fail (printf "config.sizing.min (%v) is above config.sizing.max (%v)" ($s.min | default "1Gi") ($s.max | default "64Gi")) -}}
+{{- end -}}
+{{- if or (lt $def $min) (gt $def $max) -}}
+{{- fail (printf "config.sizing.default (%v) must lie between config.sizing.min (%v) and config.sizing.max (%v)" ($s.default | default "8Gi") ($s.min | default "1Gi") ($s.max | default "64Gi")) -}}
+{{- end -}}
+{{ toYaml (merge (dict "mode" .Values.mode) $cfg) }}
 {{- end -}}
