@@ -4,7 +4,8 @@
 # (so ServiceAccount admission is off) and aggregator routing on (webhook Services resolve to
 # their Endpoints, which the tests write themselves, playing the kubelet's part).
 # usage: hack/cluster.sh up|down|env      CLUSTER_DIR (default /tmp/shmguard-cluster)
-#   up   starts both and waits for /readyz; prints `export KUBECONFIG=...` on stdout
+#   up   starts both and waits for /readyz; prints `export KUBECONFIG=...` on stdout, so
+#        `eval "$(hack/cluster.sh up)"` sets up the shell
 #   env  prints the exports of a running cluster;  down  stops it and removes CLUSTER_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -92,6 +93,8 @@ up() {
     >"$dir/apiserver.log" 2>&1 &
   echo $! >"$dir/apiserver.pid"
   wait_for "https://127.0.0.1:$api_port/readyz" 90 --cacert "$p/ca.crt" --cert "$p/admin.crt" --key "$p/admin.key"
+  # It holds the path to an admin key: only its owner reads it (helm warns otherwise).
+  (umask 077 && : >"$dir/kubeconfig")
   cat >"$dir/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config

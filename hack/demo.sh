@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# The main job, end to end on the bundled examples: builds shmguard if needed (only the binary),
+# The main job, end to end on the bundled examples: builds shmguard (only the binary; an
+# incremental build every time, so a `git pull` is never demonstrated with an old binary),
 # shows the sizing calculator, checks examples/ (text and GitHub annotations), mutates them
 # surgically, runs the KRM function, measures a small DataLoader with `observe`, then starts the
 # webhook locally over TLS and sends it real AdmissionReviews the way kube-apiserver does.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/deps.sh" demo
-if [[ ! -x "$root/build/shmguard" ]]; then
-  cmake -S "$root" -B "$root/build" -G Ninja >/dev/null
-  cmake --build "$root/build" --target shmguard -j "$(nproc)" | grep -v '^\[' || true
-fi
+[[ -f "$root/build/build.ninja" ]] || cmake -S "$root" -B "$root/build" -G Ninja >/dev/null
+cmake --build "$root/build" --target shmguard -j "$(nproc)" | { grep -v '^\[' || true; }  # a failed build stops here
 bin="$root/build/shmguard"
 if [[ -t 1 ]]; then
   say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
