@@ -1,6 +1,7 @@
 """The command line: size, version, mutate and check over files, directories, stdin and JSON."""
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -176,3 +177,22 @@ def test_corpus_directory_check():
 def test_bundled_examples_mutate():
     r = run("mutate", "-f", str(EXAMPLES))
     assert r.returncode == 0, r.stderr
+
+
+def test_cmake_install_puts_both_names_on_path(tmp_path):
+    """README "Install the CLI": `cmake --install build --prefix DIR` gives DIR/bin/shmguard and the
+    kubectl-shmguard link, and both run."""
+    build = Path(BIN).resolve().parent
+    if not (build / "cmake_install.cmake").exists() or not shutil.which("cmake"):
+        pytest.skip("not a CMake build directory")
+    r = subprocess.run(["cmake", "--install", str(build), "--prefix", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    shm, plugin = tmp_path / "bin" / "shmguard", tmp_path / "bin" / "kubectl-shmguard"
+    assert shm.is_file() and os.access(shm, os.X_OK)
+    assert plugin.is_symlink() and os.readlink(plugin) == "shmguard"
+    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    for name in ("shmguard", "kubectl-shmguard"):
+        r = subprocess.run([name, "version"], capture_output=True, text=True, env=env)
+        assert r.returncode == 0 and r.stdout.startswith("shmguard "), (name, r.stdout, r.stderr)
+    r = subprocess.run(["kubectl-shmguard", "--help"], capture_output=True, text=True, env=env)
+    assert "kubectl shmguard" in r.stdout
