@@ -196,3 +196,23 @@ def test_cmake_install_puts_both_names_on_path(tmp_path):
         assert r.returncode == 0 and r.stdout.startswith("shmguard "), (name, r.stdout, r.stderr)
     r = subprocess.run(["kubectl-shmguard", "--help"], capture_output=True, text=True, env=env)
     assert "kubectl shmguard" in r.stdout
+
+
+def test_annotation_table_readme_and_help_agree():
+    """One table of annotations (webhook/inject/annotations.cpp): `shmguard --help` prints it, and
+    README's "Annotations" table must say the same, row for row."""
+    r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
+    lines = r.stdout.split("Pod annotations (on a workload's pod template):\n", 1)[1].splitlines()
+    from_help = {}
+    for line in lines:
+        key, _, help_text = line.strip().partition(" ")
+        if key.startswith("shmguard.io/"):
+            from_help[key] = help_text.strip()
+    readme = (SRC / "README.md").read_text()
+    section = readme[readme.index("## Annotations"):readme.index("## How the size is computed")]
+    from_readme = {}
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`shmguard.io/"):
+            from_readme[cells[0].strip("`")] = cells[1]
+    assert from_help and from_readme == from_help

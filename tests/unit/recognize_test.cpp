@@ -119,3 +119,14 @@ TEST(Printable, ReplacesControlCharactersAndTruncates) {
   EXPECT_EQ(printable("a\nb\x01"), "a?b?");
   EXPECT_EQ(printable(std::string(100, 'x')).size(), 43u);
 }
+
+TEST(Recognize, EveryTableKeyIsKnownAndEverySizingKeyMakesATrainingPod) {
+  for (const auto& row : annotation_table()) {
+    auto r = recognize(pod(nullptr, {{std::string(row.key), "1"}}), cfg);
+    for (const auto& w : r.warnings) EXPECT_EQ(w.find("unknown annotation"), std::string::npos) << row.key;
+    EXPECT_EQ(r.verdict == Verdict::kTraining, row.sizing || row.key == kInjectKey) << row.key;
+    EXPECT_EQ(find_annotation(row.key), &row);
+  }
+  EXPECT_EQ(find_annotation("shmguard.io/batchsize"), nullptr);
+  EXPECT_EQ(closest_known_key("shmguard.io/batchsize"), "shmguard.io/batch-size");
+}

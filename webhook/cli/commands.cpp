@@ -26,6 +26,7 @@
 #include "cli/report.h"
 #include "cli/review.h"
 #include "config/config.h"
+#include "inject/annotations.h"
 #include "inject/recognize.h"
 #include "manifests/offline.h"
 #include "server/log.h"
@@ -42,6 +43,17 @@ constexpr int kExitOk = 0;
 
 constexpr int kExitMissing = 1;
 constexpr int kExitBadInput = 2;
+
+// The pod annotations shmguard reads, from the one table (inject/annotations.h).
+std::string annotation_help() {
+  std::string out = "Pod annotations (on a workload's pod template):\n";
+  for (const auto& row : inject::annotation_table()) {
+    if (row.kind == inject::AnnotationKind::kOutput) continue;
+    std::string key(row.key);
+    out += "  " + key + std::string(key.size() < 30 ? 30 - key.size() : 1, ' ') + std::string(row.help) + "\n";
+  }
+  return out;
+}
 
 int fail(const std::string& msg, int code = kExitBadInput) {
   std::cerr << "shmguard: " << msg << "\n";
@@ -346,6 +358,7 @@ int run(int argc, char** argv) {
                self == "kubectl-shmguard" ? "kubectl shmguard" : "shmguard"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SHMGUARD_VERSION);
+  app.footer(annotation_help());
 
   server::ServeOptions so;
   std::string log_level = "info";

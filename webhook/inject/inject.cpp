@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "base/assert.h"
+#include "inject/annotations.h"
 #include "inject/json_fields.h"
 #include "inject/procs.h"
 #include "sizing/quantity.h"
@@ -34,8 +36,12 @@ struct AnnotationReader {
     return false;
   }
 
-  // A positive integer annotation. Values past 2^62 saturate (the formula then clamps to max).
-  std::optional<std::uint64_t> count(std::string_view key, bool allow_zero) {
+  // A count annotation (the table says whether 0 is allowed). Values past 2^62 saturate (the
+  // formula then clamps to max).
+  std::optional<std::uint64_t> count(std::string_view key) {
+    const AnnotationSpec* spec = find_annotation(key);
+    SHMGUARD_ASSERT(spec && spec->kind == AnnotationKind::kCount);
+    const bool allow_zero = spec->allow_zero;
     std::string raw;
     if (!text(key, raw)) return std::nullopt;
     auto v = sizing::parse_count(raw);
@@ -51,6 +57,7 @@ struct AnnotationReader {
   }
 
   std::optional<std::uint64_t> quantity(std::string_view key) {
+    SHMGUARD_ASSERT(find_annotation(key) && find_annotation(key)->kind == AnnotationKind::kQuantity);
     std::string raw;
     if (!text(key, raw)) return std::nullopt;
     auto q = sizing::parse_quantity(raw);
@@ -193,11 +200,11 @@ sizing::SizingInput read_sizing(const json* ann, const json& spec, const PodFact
                                 const InjectOptions& opts, InjectResult& r) {
   sizing::SizingInput in;
   AnnotationReader rd{ann, r, in};
-  in.batch_size = rd.count(kBatchSizeKey, false);
-  in.num_workers = rd.count(kNumWorkersKey, true);
+  in.batch_size = rd.count(kBatchSizeKey);
+  in.num_workers = rd.count(kNumWorkersKey);
   in.sample_size = rd.quantity(kSampleSizeKey);
-  in.prefetch_factor = rd.count(kPrefetchKey, false);
-  auto procs = count_procs(spec, rd.count(kProcsKey, false), opts.owner_procs);
+  in.prefetch_factor = rd.count(kPrefetchKey);
+  auto procs = count_procs(spec, rd.count(kProcsKey), opts.owner_procs);
   in.explicit_size = rd.quantity(kSizeKey);
   in.procs = procs.count;
   in.procs_source = std::move(procs.source);
@@ -344,6 +351,16 @@ json refresh_patch(const json& pod, const config::SelectionConfig& sel, std::siz
   return ops;
 }
 
+// The patch applies to exactly the object it was built from (checked where assertions are on).
+[[maybe_unused]] bool applies(const json& pod, const json& patch) {
+  try {
+    (void)pod.patch(patch);
+    return true;
+  } catch (const json::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 InjectResult inject_pod(const json& pod, const config::Config& cfg, const InjectOptions& opts) {
@@ -398,6 +415,7 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
       r.reason = stale ? "stale" : "refreshed";
       r.summary = stale ? "stale: " + what : "ok: injected " + size_text + "; annotations refreshed";
     }
+    SHMGUARD_ASSERT(applies(pod, r.patch));
     r.sizing = std::move(s);
     return r;
   }
@@ -426,6 +444,7 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   for (auto& w : s.warnings) r.warn(w);
   const std::string size_text = format_quantity(s.bytes);
   r.patch = build_patch(pod, cfg.selection, size_text, s.explanation);
+  SHMGUARD_ASSERT(applies(pod, r.patch));
   r.action = Action::kInjected;
   r.reason = "injected";
   r.summary = "would inject " + size_text;

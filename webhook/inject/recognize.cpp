@@ -39,20 +39,12 @@ std::size_t distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-const std::vector<std::string_view>& known_keys() {
-  static const std::vector<std::string_view> keys{kInjectKey, kBatchSizeKey, kNumWorkersKey, kSampleSizeKey,
-                                                  kPrefetchKey, kProcsKey, kSizeKey, kInjectedSizeKey,
-                                                  kSizingKey};
-  return keys;
-}
-
 constexpr std::string_view kPrefix = "shmguard.io/";
 
 void warn_unknown_keys(const json& annotations, Recognition& r) {
   for (const auto& [key, value] : annotations.items()) {
     if (key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
-    const auto& known = known_keys();
-    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    if (find_annotation(key)) continue;
     std::string msg = "unknown annotation " + printable(key, 80);
     if (auto best = closest_known_key(key); !best.empty()) msg += "; did you mean " + best + "?";
     r.warn(msg + " (ignored)", key);
@@ -64,7 +56,8 @@ void warn_unknown_keys(const json& annotations, Recognition& r) {
 std::string closest_known_key(std::string_view key) {
   std::string_view best;
   std::size_t best_d = 0;
-  for (auto k : known_keys()) {
+  for (const auto& row : annotation_table()) {
+    const std::string_view k = row.key;
     std::size_t d = distance(key, k);
     if (best.empty() || d < best_d) best = k, best_d = d;
   }
@@ -75,8 +68,8 @@ std::string closest_known_key(std::string_view key) {
       if (c != '-' && c != '_' && c != '.') o += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return o;
   };
-  for (auto k : known_keys())
-    if (squash(k) == squash(key)) return std::string(k);
+  for (const auto& row : annotation_table())
+    if (squash(row.key) == squash(key)) return std::string(row.key);
   return best_d <= 3 ? std::string(best) : std::string();
 }
 
@@ -190,9 +183,9 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool 
     return r;
   }
   if (annotations) {
-    for (auto key : sizing_annotation_keys()) {
-      if (annotations->contains(key)) {
-        r.because = "annotation " + std::string(key);
+    for (const auto& row : annotation_table()) {
+      if (row.sizing && annotations->contains(row.key)) {
+        r.because = "annotation " + std::string(row.key);
         return r;
       }
     }

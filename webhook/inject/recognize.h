@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "inject/annotations.h"
 
 namespace shmguard::inject {
 
@@ -23,16 +24,6 @@ struct Recognition {
   }
 };
 
-inline constexpr std::string_view kInjectKey = "shmguard.io/inject";
-inline constexpr std::string_view kBatchSizeKey = "shmguard.io/batch-size";
-inline constexpr std::string_view kNumWorkersKey = "shmguard.io/num-workers";
-inline constexpr std::string_view kSampleSizeKey = "shmguard.io/sample-size";
-inline constexpr std::string_view kPrefetchKey = "shmguard.io/prefetch-factor";
-inline constexpr std::string_view kProcsKey = "shmguard.io/procs-per-pod";
-inline constexpr std::string_view kSizeKey = "shmguard.io/size";
-inline constexpr std::string_view kInjectedSizeKey = "shmguard.io/injected-size";
-inline constexpr std::string_view kSizingKey = "shmguard.io/sizing";
-inline const std::vector<std::string_view>& sizing_annotation_keys();
 
 // The known shmguard.io/ key closest to `key` (a typo's likely intent), or "" when none is close.
 std::string closest_known_key(std::string_view key);
@@ -58,10 +49,5 @@ std::string escape_pointer_token(std::string_view key);
 // A value safe to echo in a warning: control characters replaced, at most `max` characters.
 std::string printable(std::string_view value, std::size_t max = 40);
 
-inline const std::vector<std::string_view>& sizing_annotation_keys() {
-  static const std::vector<std::string_view> keys{kBatchSizeKey, kNumWorkersKey, kSampleSizeKey,
-                                                  kPrefetchKey,  kProcsKey,      kSizeKey};
-  return keys;
-}
 
 }  // namespace shmguard::inject
