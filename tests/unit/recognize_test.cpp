@@ -122,7 +122,7 @@ TEST(Printable, ReplacesControlCharactersAndTruncates) {
 
 TEST(Recognize, EveryTableKeyIsKnownAndEverySizingKeyMakesATrainingPod) {
   for (const auto& row : annotation_table()) {
-    auto r = recognize(pod(nullptr, {{std::string(row.key), "1"}}), cfg);
+    auto r = recognize(pod(nullptr, {{std::string(row.key), row.kind == AnnotationKind::kBool ? "true" : "1"}}), cfg);
     for (const auto& w : r.warnings) EXPECT_EQ(w.find("unknown annotation"), std::string::npos) << row.key;
     EXPECT_EQ(r.verdict == Verdict::kTraining, row.sizing || row.key == kInjectKey) << row.key;
     EXPECT_EQ(find_annotation(row.key), &row);
