@@ -153,12 +153,11 @@ TEST(Offline, CheckReportMarksMissing) {
   std::string text = std::string(kJob);
   auto r = run(text, OutputFormat::kNone);
   ASSERT_EQ(r.reports.size(), 1u);
-  EXPECT_TRUE(r.reports[0].missing_shm());
+  EXPECT_EQ(r.reports[0].result.action, shmguard::inject::Action::kInjected);
   EXPECT_EQ(r.reports[0].decision_text(false), "would inject 1Gi");
   EXPECT_TRUE(r.out.empty());
-  auto j = r.reports[0].to_json();
-  EXPECT_EQ(j["sizeLimit"], "1Gi");
-  EXPECT_EQ(j["missing"], true);
+  ASSERT_TRUE(r.reports[0].result.sizing);
+  EXPECT_EQ(r.reports[0].result.size(), 1ULL << 30);
 }
 
 TEST(Offline, AnchorsAndAliasesAreExpandedInChangedDocuments) {

@@ -362,7 +362,6 @@ JsonReadResult read_json(std::string_view text, nlohmann::json& out, std::size_t
     r.ok = true;
   } catch (const Fail& f) {
     r.error = std::string(f.what) + " at byte " + std::to_string(f.at);
-    r.offset = f.at;
     out = nullptr;
   }
   return r;

@@ -24,8 +24,7 @@ struct Keep {
 
 struct JsonReadResult {
   bool ok = false;
-  std::string error;       // with the byte offset, when !ok
-  std::size_t offset = 0;  // where the error was found
+  std::string error;  // with the byte offset, when !ok
 };
 
 JsonReadResult read_json(std::string_view text, nlohmann::json& out, std::size_t max_depth,

@@ -84,7 +84,6 @@ std::vector<const char*> managed_container_fields(const config::SelectionConfig&
 struct PodFacts {
   std::optional<std::uint64_t> memory_limit;
   const json* shm_volume_mount = nullptr;  // first container mount at /dev/shm
-  bool already_injected = false;
   std::optional<std::size_t> owned_volume;  // index of shmguard's own volume in spec.volumes
   std::string invalid;  // why the pod cannot be patched safely
 };
@@ -134,7 +133,6 @@ PodFacts gather(const json& pod, const json* spec) {
     for (std::size_t i = 0; i < v->size(); ++i) {
       const json* n = child((*v)[i], "name");
       if (n && n->is_string() && n->get_ref<const std::string&>() == kVolumeName) {
-        f.already_injected = true;
         f.owned_volume = i;
       }
     }

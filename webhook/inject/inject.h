@@ -42,7 +42,7 @@ struct InjectResult {
   bool too_small = false;                     // user-managed /dev/shm below what the annotations need
   bool stale = false;                         // shmguard's own volume with another size (or unmounted)
   std::vector<std::string> warnings;
-  std::vector<std::string> warning_about;     // per warning: the annotation key it is about, or 
+  std::vector<std::string> warning_about;     // per warning: the annotation key it is about, or ""
   std::string summary;                        // one line for reports and logs
   // RFC 6902 operations that apply to exactly the object received: equivalent to
   // json::diff(original, patched), built directly because the webhook's latency budget is

@@ -84,26 +84,6 @@ std::string TemplateReport::decision_text(bool mutate_wording) const {
   return r.summary;
 }
 
-bool TemplateReport::missing_shm() const {
-  return result.action == inject::Action::kInjected || result.too_small || result.stale;
-}
-
-json TemplateReport::to_json() const {
-  json j = {{"file", file},         {"document", document},   {"line", line},
-            {"kind", kind},         {"name", name},           {"template", path},
-            {"reason", result.reason}, {"because", result.because},
-            {"decision", decision_text(false)}, {"missing", missing_shm()},
-            {"warnings", result.warnings}};
-  if (!rewritten.empty()) j["rewritten"] = rewritten;
-  if (result.sizing) {
-    j["sizeLimit"] = sizing::format_quantity(result.sizing->bytes);
-    j["bytes"] = result.sizing->bytes;
-    j["sizing"] = result.sizing->explanation;
-  }
-  if (result.existing_size) j["existingSizeLimit"] = sizing::format_quantity(*result.existing_size);
-  return j;
-}
-
 void OfflineRunner::write_json_document(const std::string& doc) {
   // JSON strings never hold a raw newline, so re-indenting line starts is safe.
   std::string text;

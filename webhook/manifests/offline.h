@@ -39,9 +39,6 @@ struct TemplateReport {
 
   // "would inject 12Gi", "ok", "too small: has 1Gi, needs 12Gi", "skipped: ..."
   std::string decision_text(bool mutate_wording) const;
-  // True when this template is a training pod without enough /dev/shm.
-  bool missing_shm() const;
-  nlohmann::json to_json() const;
 };
 
 class OfflineRunner {

@@ -339,7 +339,6 @@ class Editor {
     return n;
   }
 
-  bool in_flow() const { return st_.json; }
 
   Edit append_edit(const YamlNode* node, const std::vector<Entry>& entries) {
     const bool seq = node->kind == YamlNode::Kind::kSequence;

@@ -1,5 +1,5 @@
-// YAML documents for the offline path and the config file: split a stream into documents (keeping
-// their exact text), parse each with libyaml into an order-preserving node tree that remembers
+// YAML documents for the offline path (the config file is yaml-cpp's): split a stream into
+// documents (keeping their exact text), parse each with libyaml into an order-preserving node tree that remembers
 // every scalar's style, convert to JSON the way the Kubernetes API reads YAML, apply a JSON patch
 // to the tree in place, and emit YAML/JSON that keeps key order and every value's type.
 #pragma once
