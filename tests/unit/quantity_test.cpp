@@ -106,3 +106,14 @@ TEST(Saturating, ClampsAndFlags) {
   EXPECT_EQ(t.add(999, 2), 1000u);
   EXPECT_TRUE(t.overflow);
 }
+
+TEST(ParseSize, TheOneRuleForUserSizes) {
+  using shmguard::sizing::parse_size;
+  EXPECT_EQ(*parse_size("1Gi"), 1ULL << 30);
+  EXPECT_EQ(parse_size("0").error(), "must be positive");
+  EXPECT_EQ(*parse_size("0", {.zero_ok = true}), 0u);
+  EXPECT_EQ(parse_size("-1Mi").error(), "must not be negative");
+  EXPECT_EQ(parse_size("9Ei").error(), "is too large (2^63 bytes or more)");
+  EXPECT_TRUE(parse_size("9Ei", {.saturate_ok = true}).ok());
+  EXPECT_EQ(parse_size("lots").error().rfind("is not a quantity (", 0), 0u);
+}

@@ -77,16 +77,12 @@ struct SizeArgs {
 };
 
 bool quantity(const std::string& flag, const std::string& text, std::uint64_t& out, std::string& err) {
-  auto q = sizing::parse_quantity(text);
-  if (!q.ok) {
-    err = flag + ": invalid quantity \"" + text + "\": " + q.error;
+  auto q = sizing::parse_size(text);
+  if (!q) {
+    err = flag + ": \"" + text + "\" " + q.error();
     return false;
   }
-  if (q.negative || q.bytes == 0) {
-    err = flag + ": must be positive";
-    return false;
-  }
-  out = q.bytes;
+  out = *q;
   return true;
 }
 

@@ -250,9 +250,9 @@ int run_observe(const ObserveArgs& a) {
 
   ObserveReport r;
   if (!a.shm_size.empty()) {
-    auto q = sizing::parse_quantity(a.shm_size);
-    if (!q.ok || q.negative || q.bytes == 0) return fail("--shm-size: invalid quantity \"" + a.shm_size + "\"");
-    if (!private_shm(q.bytes, err)) return fail(err);
+    auto q = sizing::parse_size(a.shm_size);
+    if (!q) return fail("--shm-size: \"" + a.shm_size + "\" " + q.error());
+    if (!private_shm(*q, err)) return fail(err);
   }
   std::uint64_t total = 0;
   r.baseline = shm_used(&total);

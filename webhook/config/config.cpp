@@ -28,11 +28,10 @@ std::string scalar(const YAML::Node& n, const std::string& key) {
 
 std::uint64_t quantity(const YAML::Node& n, const std::string& key) {
   auto text = scalar(n, key);
-  auto q = sizing::parse_quantity(text);
-  if (!q.ok) throw Err{key + ": invalid quantity \"" + text + "\": " + q.error + where(n)};
-  if (q.negative) throw Err{key + ": must not be negative" + where(n)};
-  if (q.saturated) throw Err{key + ": quantity too large" + where(n)};
-  return q.bytes;
+  // 0 is a valid base or NCCL allowance; validate() refuses a min of 0.
+  auto q = sizing::parse_size(text, {.zero_ok = true, .saturate_ok = false});
+  if (!q) throw Err{key + ": \"" + text + "\" " + q.error() + where(n)};
+  return *q;
 }
 
 std::uint64_t positive_int(const YAML::Node& n, const std::string& key) {

@@ -60,16 +60,13 @@ struct AnnotationReader {
     SHMGUARD_ASSERT(find_annotation(key) && find_annotation(key)->kind == AnnotationKind::kQuantity);
     std::string raw;
     if (!text(key, raw)) return std::nullopt;
-    auto q = sizing::parse_quantity(raw);
-    if (!q.ok) {
-      bad(key, raw, "is not a quantity (" + q.error + ")");
+    // Absurd sizes saturate: the formula then clamps to max, with its own warning.
+    auto q = sizing::parse_size(raw, {.zero_ok = false, .saturate_ok = true});
+    if (!q) {
+      bad(key, raw, q.error());
       return std::nullopt;
     }
-    if (q.negative || q.bytes == 0) {
-      bad(key, raw, "must be positive");
-      return std::nullopt;
-    }
-    return q.bytes;
+    return *q;
   }
 };
 

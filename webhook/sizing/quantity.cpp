@@ -209,4 +209,14 @@ std::optional<std::uint64_t> parse_count(std::string_view text) {
   return v;
 }
 
+Result<std::uint64_t> parse_size(std::string_view text, SizeRules rules) {
+  auto q = parse_quantity(text);
+  if (!q.ok) return Result<std::uint64_t>::failure("is not a quantity (" + q.error + ")");
+  if (q.negative) return Result<std::uint64_t>::failure("must not be negative");
+  if (q.bytes == 0 && !rules.zero_ok) return Result<std::uint64_t>::failure("must be positive");
+  if (q.saturated && !rules.saturate_ok) return Result<std::uint64_t>::failure("is too large (2^63 bytes or more)");
+  return q.bytes;
+}
+
 }  // namespace shmguard::sizing
+

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
+
 namespace shmguard::sizing {
 
 constexpr std::uint64_t kKi = 1024ULL;
@@ -27,6 +29,17 @@ struct ParsedQuantity {
 // Never throws. Negative values parse (ok) with `negative` set so callers can reject them
 // with their own wording.
 ParsedQuantity parse_quantity(std::string_view text);
+
+// What a size given by a user may be besides positive and below 2^63 bytes.
+struct SizeRules {
+  bool zero_ok = false;      // config's base and ncclPerProcess may be 0
+  bool saturate_ok = false;  // annotations: absurd values saturate (the formula clamps to max, with a warning)
+};
+
+// The one rule for sizes a user gives (flags, config, annotations, observe): a Kubernetes
+// quantity, not negative, not zero and not past 2^63 bytes unless `rules` allow it. The error
+// says what is wrong with the value, without naming the field (each caller adds its own name).
+Result<std::uint64_t> parse_size(std::string_view text, SizeRules rules = {});
 
 // A count (batch size, workers, ...): decimal digits only, no sign. Values past 2^62 saturate
 // there (the formula clamps them); std::nullopt when the text is not a whole number. The one
