@@ -29,6 +29,9 @@ API_INVALID = {
     "24-pod-level-resources": "spec.resources unknown to v1.31",
     "30-keys-with-slash-and-tilde": "'~' is not allowed in a volume name or an annotation key",
     "29-no-metadata": "a pod needs metadata.name or generateName",
+    # An envsubst template before rendering: `nvidia.com/gpu: $GPU_PER_NODE` is not a quantity.
+    # Only the offline path ever sees it, and warns.
+    "49-procs-placeholders": "a template placeholder where a quantity must be",
 }
 API_DIFFERENT = {}
 
