@@ -19,6 +19,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/exit_codes.h"
 #include "cli/files.h"
 #include "cli/flags.h"
 #include "cli/krm_function.h"
@@ -39,10 +40,7 @@ namespace shmguard::cli {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr int kExitOk = 0;
 
-constexpr int kExitMissing = 1;
-constexpr int kExitBadInput = 2;
 
 // The pod annotations shmguard reads, from the one table (inject/annotations.h).
 std::string annotation_help() {
@@ -307,7 +305,7 @@ int run_check(const ManifestArgs& a) {
   std::ostringstream os;
   render(os, formats.at(a.output), records, totals, *fail_on);
   std::cout << os.str() << std::flush;
-  return totals.failed ? kExitMissing : kExitOk;
+  return totals.failed ? kExitFindings : kExitOk;
 }
 
 // ---- serve ----

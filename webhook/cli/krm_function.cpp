@@ -1,6 +1,8 @@
 // The KRM function behind `shmguard fn` (see krm_function.h).
 #include "cli/krm_function.h"
 
+#include "cli/exit_codes.h"
+
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -102,13 +104,13 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
   if (!manifests::parse_document(text, doc, yerr) || !doc.root) {
     err << "shmguard fn: <stdin>:" << yerr.line << ": not a ResourceList: "
         << (yerr.message.empty() ? "empty input" : yerr.message) << "\n";
-    return 1;
+    return kExitFunctionError;
   }
   auto list = manifests::to_json(doc.root, text.size() * 16 + 4096, yerr);
   if (!list || !list->is_object() || str_field(*list, "kind") != "ResourceList" ||
       str_field(*list, "apiVersion").rfind("config.kubernetes.io/", 0) != 0) {
     err << "shmguard fn: stdin is not a config.kubernetes.io/v1 ResourceList\n";
-    return 1;
+    return kExitFunctionError;
   }
   std::ostringstream mutated;
   manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, mutated);
@@ -116,7 +118,7 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
   std::string perr;
   if (!runner.process("<stdin>", again, perr)) {
     err << "shmguard fn: " << perr << "\n";
-    return 1;
+    return kExitFunctionError;
   }
   runner.finish();
   json results = json::array();
@@ -140,7 +142,7 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
       body += pad + "- " + item;
     }
     out << body;
-    return 0;
+    return kExitOk;
   }
   if (!had_results && !doc.root->flow) {
     // Block YAML in, block YAML out: the results go after the last key, nothing else moves.
@@ -155,22 +157,22 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
       }
     }
     out << body;
-    return 0;
+    return kExitOk;
   }
   // JSON or flow style, or results already there: write the whole list as JSON.
   manifests::YamlDocument outdoc;
   if (!manifests::parse_document(body, outdoc, yerr)) {
     err << "shmguard fn: internal error: " << yerr.message << "\n";
-    return 1;
+    return kExitFunctionError;
   }
   auto j = manifests::to_json(outdoc.root, body.size() * 16 + 4096, yerr);
   if (!j) {
     err << "shmguard fn: internal error: " << yerr.message << "\n";
-    return 1;
+    return kExitFunctionError;
   }
   (*j)["results"] = results;
   out << j->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace shmguard::cli

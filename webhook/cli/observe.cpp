@@ -1,6 +1,8 @@
 // `shmguard observe` (see observe.h).
 #include "cli/observe.h"
 
+#include "cli/exit_codes.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -37,7 +39,7 @@ std::uint64_t shm_used(std::uint64_t* total = nullptr) {
 
 int fail(const std::string& msg) {
   std::cerr << "shmguard observe: " << msg << "\n";
-  return 2;
+  return kExitBadInput;
 }
 
 // A private mount namespace with a fresh tmpfs at /dev/shm: what a pod with that sizeLimit (or
@@ -266,7 +268,7 @@ int run_observe(const ObserveArgs& a) {
   Child c;
   if (int e = spawn(a.command, a.report_file == "-", c); e != 0) {
     std::cerr << "shmguard observe: " << a.command[0] << ": " << std::strerror(e) << "\n";
-    return e == ENOENT ? 127 : 126;
+    return e == ENOENT ? kExitNotFound : kExitCannotRun;
   }
   watch(c, a.interval_ms, r, r.baseline);
 

@@ -1,6 +1,8 @@
 // `shmguard review` (see review.h).
 #include "cli/review.h"
 
+#include "cli/exit_codes.h"
+
 #include <httplib.h>
 
 #include <fstream>
@@ -120,7 +122,7 @@ std::string no_endpoint_hint(const std::string& host) {
 
 int fail(const std::string& msg) {
   std::cerr << "shmguard review: " << msg << "\n";
-  return 2;
+  return kExitBadInput;
 }
 
 }  // namespace
@@ -185,7 +187,7 @@ int run_review(const ReviewArgs& a) {
     }
     if (res->status != 200) {
       std::cerr << where << " -> HTTP " << res->status << ": " << res->body << "\n";
-      code = 1;
+      code = kExitFindings;
       continue;
     }
     json body = json::parse(res->body, nullptr, false);
@@ -203,10 +205,10 @@ int run_review(const ReviewArgs& a) {
         if (v.is_object() && v.value("name", "") == "shmguard-dshm" && v.contains("emptyDir"))
           decision = "patched: /dev/shm " + v["emptyDir"].value("sizeLimit", std::string("?"));
     }
-    if (!allowed) code = 1;
+    if (!allowed) code = kExitFindings;
     if (a.expect_injected && decision.rfind("patched: /dev/shm", 0) != 0) {
       std::cerr << where << " -> expected an injected /dev/shm, got: " << decision << "\n";
-      code = 1;
+      code = kExitFindings;
     }
     if (a.output == "json") {
       all.push_back({{"file", r.file}, {"line", r.line}, {"kind", r.kind}, {"name", r.name}, {"template", r.path},
