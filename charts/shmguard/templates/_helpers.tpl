@@ -51,14 +51,16 @@ namespace, so releases in two namespaces do not claim the same object. */}}
 {{- printf "%s-%s" (include "shmguard.fullname" .) .Release.Namespace -}}
 {{- end -}}
 
-{{/* Bytes in a Kubernetes quantity (the schema's forms: 1e9, 1.5G, 512Mi), as a float, for the checks below. */}}
+{{/* Bytes in a Kubernetes quantity (the schema's forms: 1e9, 1.5G, 512Mi), as a float, for the
+checks below. Takes (list FIELD VALUE); FIELD names the value in the error. */}}
 {{- define "shmguard.bytes" -}}
-{{- $q := toString . -}}
+{{- $field := index . 0 -}}
+{{- $q := toString (index . 1) -}}
 {{- $num := regexFind "^[+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?" $q -}}
 {{- $suffix := trimPrefix $num $q -}}
 {{- $mult := dict "" 1 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624 "Ei" 1152921504606846976 -}}
 {{- if or (not $num) (not (hasKey $mult $suffix)) -}}
-{{- fail (printf "config.sizing: %q is not a quantity" $q) -}}
+{{- fail (printf "%s: %q is not a quantity" $field $q) -}}
 {{- end -}}
 {{- mulf (float64 $num) (get $mult $suffix) -}}
 {{- end -}}
@@ -71,11 +73,14 @@ webhook (failurePolicy Ignore) lets every pod through unsized. */}}
 {{- $s := $cfg.sizing | default dict -}}
 {{- if hasKey $s "headroom" -}}
 {{- /* --set turns 1.2 into the string "1.2": accept both, write a number. */ -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?$" (toString $s.headroom)) -}}
+{{- fail (printf "config.sizing.headroom: %q is not a number" (toString $s.headroom)) -}}
+{{- end -}}
 {{- $_ := set $s "headroom" (float64 $s.headroom) -}}
 {{- end -}}
-{{- $min := include "shmguard.bytes" ($s.min | default "1Gi") | float64 -}}
-{{- $max := include "shmguard.bytes" ($s.max | default "64Gi") | float64 -}}
-{{- $def := include "shmguard.bytes" ($s.default | default "8Gi") | float64 -}}
+{{- $min := include "shmguard.bytes" (list "config.sizing.min" ($s.min | default "1Gi")) | float64 -}}
+{{- $max := include "shmguard.bytes" (list "config.sizing.max" ($s.max | default "64Gi")) | float64 -}}
+{{- $def := include "shmguard.bytes" (list "config.sizing.default" ($s.default | default "8Gi")) | float64 -}}
 {{- if gt $min $max -}}
 {{- fail (printf "config.sizing.min (%v) is above config.sizing.max (%v)" ($s.min | default "1Gi") ($s.max | default "64Gi")) -}}
 {{- end -}}
