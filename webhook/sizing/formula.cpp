@@ -37,87 +37,109 @@ std::string headroom_text(std::uint32_t headroom_milli) {
   return s;
 }
 
+namespace {
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+// shmguard.io/size: taken as given, clamped to max.
+void explicit_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
+  r.source = SizeSource::kExplicit;
+  r.need = r.bytes = *in.explicit_size;
+  r.explanation = "explicit shmguard.io/size " + format_quantity(*in.explicit_size);
+  if (r.bytes > cfg.max) {
+    r.bytes = cfg.max;
+    r.explanation += " clamped to max " + format_quantity(cfg.max);
+    r.warnings.push_back("shmguard.io/size " + format_human(*in.explicit_size) +
+                         " is above the configured max; using " + format_quantity(cfg.max));
+  }
+}
+
+// The arithmetic of the formula, in saturating 62-bit integers.
+struct Terms {
+  std::uint64_t prefetch, procs, batch, loader, nccl, need, rounded;
+  bool overflow;
+};
+
+Terms formula_terms(const SizingInput& in, const Params& cfg) {
+  Saturating s{kArithmeticLimit};
+  Terms t{};
+  t.prefetch = in.prefetch_factor.value_or(cfg.prefetch_factor);
+  t.procs = in.procs.value_or(1);
+  t.batch = s.mul(*in.batch_size, *in.sample_size);
+  t.loader = s.mul(s.add(s.mul(*in.num_workers, t.prefetch), 2), t.batch);
+  // headroom is kept in thousandths; round the product up to a whole byte.
+  std::uint64_t scaled = s.mul(s.mul(t.procs, t.loader), cfg.headroom_milli);
+  scaled = scaled / 1000 + (scaled % 1000 != 0 ? 1 : 0);
+  t.nccl = t.procs > 1 ? s.mul(t.procs, cfg.nccl_per_process) : 0;
+  t.need = s.add(s.add(scaled, t.nccl), cfg.base);
+  t.rounded = s.mul((t.need + kMi - 1) / kMi, kMi);
+  t.overflow = s.overflow;
+  return t;
+}
+
+void formula_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
+  const Terms t = formula_terms(in, cfg);
+  r.source = SizeSource::kFormula;
+  r.need = t.need;
+  r.procs = t.procs;
+  r.procs_source = in.procs_source;
+  std::string e = "batch " + std::to_string(*in.batch_size) + " x " + format_human(*in.sample_size) + " = " +
+                  format_human(t.batch) + "; loader (" + std::to_string(*in.num_workers) + " workers x prefetch " +
+                  std::to_string(t.prefetch) + " + 2) x " + format_human(t.batch) + " = " + format_human(t.loader) +
+                  "; " + procs_clause(t.procs, in) + "; need " + std::to_string(t.procs) + " x " +
+                  format_human(t.loader) + " x " + headroom_text(cfg.headroom_milli);
+  if (t.nccl) e += " + nccl " + std::to_string(t.procs) + " x " + format_human(cfg.nccl_per_process);
+  e += " + base " + format_human(cfg.base) + " = " + format_human(t.need);
+  if (t.overflow) {
+    r.bytes = cfg.max;
+    e = "sizing arithmetic saturated; using max " + format_quantity(cfg.max);
+    r.warnings.push_back("shm sizing overflowed (absurd annotation values); using max " + format_quantity(cfg.max));
+  } else if (t.rounded < cfg.min) {
+    r.bytes = cfg.min;
+    e += " -> min " + format_quantity(cfg.min);
+  } else if (t.rounded > cfg.max) {
+    r.bytes = cfg.max;
+    e += " -> clamped to max " + format_quantity(cfg.max);
+    r.warnings.push_back("/dev/shm need " + format_human(t.need) + " is above the configured max; using " +
+                         format_quantity(cfg.max) + " (workers may hit a bus error)");
+  } else {
+    r.bytes = t.rounded;
+    e += " -> " + format_quantity(t.rounded);
+  }
+  r.explanation = std::move(e);
+}
+
+// Without batch-size, num-workers and sample-size: the configured default, within the memory limit.
+void default_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
+  r.source = SizeSource::kDefault;
+  r.need = r.bytes = cfg.default_size;
+  const std::string why = in.ignored.empty() ? "" : joined(in.ignored) + " ignored; ";
+  std::vector<std::string> missing;
+  if (!in.batch_size) missing.emplace_back("batch-size");
+  if (!in.num_workers) missing.emplace_back("num-workers");
+  if (!in.sample_size) missing.emplace_back("sample-size");
+  std::string names;
+  for (const auto& m : missing) names += (names.empty() ? "" : "/") + m;
+  r.explanation = why + "no " + names + (missing.size() == 1 ? " annotation" : " annotations") + "; default " +
+                  format_quantity(cfg.default_size);
+  if (in.memory_limit && *in.memory_limit < r.bytes) {
+    r.bytes = *in.memory_limit;
+    r.explanation += " capped at the pod memory limit " + format_quantity(*in.memory_limit);
+  }
+}
+
+}  // namespace
+
 SizingResult compute_size(const SizingInput& in, const Params& cfg) {
   SizingResult r;
-  if (in.explicit_size) {
-    r.source = SizeSource::kExplicit;
-    r.need = *in.explicit_size;
-    r.bytes = *in.explicit_size;
-    r.explanation = "explicit shmguard.io/size " + format_quantity(*in.explicit_size);
-    if (r.bytes > cfg.max) {
-      r.bytes = cfg.max;
-      r.explanation += " clamped to max " + format_quantity(cfg.max);
-      r.warnings.push_back("shmguard.io/size " + format_human(*in.explicit_size) +
-                           " is above the configured max; using " + format_quantity(cfg.max));
-    }
-  } else if (has_formula_inputs(in)) {
-    r.source = SizeSource::kFormula;
-    Saturating s{kArithmeticLimit};
-    const std::uint64_t prefetch = in.prefetch_factor.value_or(cfg.prefetch_factor);
-    const std::uint64_t procs = in.procs.value_or(1);
-    const std::uint64_t batch = s.mul(*in.batch_size, *in.sample_size);
-    const std::uint64_t slots = s.add(s.mul(*in.num_workers, prefetch), 2);
-    const std::uint64_t loader = s.mul(slots, batch);
-    const std::uint64_t all_loaders = s.mul(procs, loader);
-    // headroom is kept in thousandths; round the product up to a whole byte.
-    std::uint64_t scaled = s.mul(all_loaders, cfg.headroom_milli);
-    scaled = scaled / 1000 + (scaled % 1000 != 0 ? 1 : 0);
-    const std::uint64_t nccl = procs > 1 ? s.mul(procs, cfg.nccl_per_process) : 0;
-    const std::uint64_t need = s.add(s.add(scaled, nccl), cfg.base);
-    const std::uint64_t rounded = s.mul((need + kMi - 1) / kMi, kMi);
-    r.need = need;
-
-    r.procs = procs;
-    r.procs_source = in.procs_source;
-    std::string e = "batch " + std::to_string(*in.batch_size) + " x " + format_human(*in.sample_size) +
-                    " = " + format_human(batch) + "; loader (" + std::to_string(*in.num_workers) +
-                    " workers x prefetch " + std::to_string(prefetch) + " + 2) x " +
-                    format_human(batch) + " = " + format_human(loader) + "; " + procs_clause(procs, in) +
-                    "; need " + std::to_string(procs) + " x " + format_human(loader) + " x " +
-                    headroom_text(cfg.headroom_milli);
-    if (nccl) e += " + nccl " + std::to_string(procs) + " x " + format_human(cfg.nccl_per_process);
-    e += " + base " + format_human(cfg.base) + " = " + format_human(need);
-    if (s.overflow) {
-      r.bytes = cfg.max;
-      e = "sizing arithmetic saturated; using max " + format_quantity(cfg.max);
-      r.warnings.push_back("shm sizing overflowed (absurd annotation values); using max " +
-                           format_quantity(cfg.max));
-    } else if (rounded < cfg.min) {
-      r.bytes = cfg.min;
-      e += " -> min " + format_quantity(cfg.min);
-    } else if (rounded > cfg.max) {
-      r.bytes = cfg.max;
-      e += " -> clamped to max " + format_quantity(cfg.max);
-      r.warnings.push_back("/dev/shm need " + format_human(need) + " is above the configured max; using " +
-                           format_quantity(cfg.max) + " (workers may hit a bus error)");
-    } else {
-      r.bytes = rounded;
-      e += " -> " + format_quantity(rounded);
-    }
-    r.explanation = std::move(e);
-  } else {
-    r.source = SizeSource::kDefault;
-    r.bytes = cfg.default_size;
-    r.need = cfg.default_size;
-    std::string why;
-    for (const auto& i : in.ignored) why += (why.empty() ? "" : ", ") + i;
-    if (!why.empty()) why += " ignored; ";
-    std::string missing;
-    if (!in.batch_size) missing += "batch-size";
-    if (!in.num_workers) missing += std::string(missing.empty() ? "" : "/") + "num-workers";
-    if (!in.sample_size) missing += std::string(missing.empty() ? "" : "/") + "sample-size";
-    r.explanation = why + "no " + missing + (missing.find('/') == std::string::npos ? " annotation" : " annotations") +
-                    "; default " + format_quantity(cfg.default_size);
-    if (in.memory_limit && *in.memory_limit < r.bytes) {
-      r.bytes = *in.memory_limit;
-      r.explanation += " capped at the pod memory limit " + format_quantity(*in.memory_limit);
-    }
-  }
-  if (!in.ignored.empty() && r.source != SizeSource::kDefault) {
-    std::string why;
-    for (const auto& i : in.ignored) why += (why.empty() ? "" : ", ") + i;
-    r.explanation += " (ignored: " + why + ")";
-  }
+  if (in.explicit_size) explicit_size(in, cfg, r);
+  else if (has_formula_inputs(in)) formula_size(in, cfg, r);
+  else default_size(in, cfg, r);
+  if (!in.ignored.empty() && r.source != SizeSource::kDefault) r.explanation += " (ignored: " + joined(in.ignored) + ")";
   if (in.memory_limit && r.bytes > *in.memory_limit) {
     r.exceeds_memory_limit = true;
     r.warnings.push_back("/dev/shm " + format_quantity(r.bytes) + " exceeds the pod memory limit " +
