@@ -140,6 +140,46 @@ bool glob_match(std::string_view p, std::string_view t) {
   return pi == p.size();
 }
 
+namespace {
+
+// Rule 3 beyond shmguard.io/inject=true: any sizing annotation.
+std::string sizing_annotation(const json* annotations) {
+  if (!annotations) return "";
+  for (const auto& row : annotation_table())
+    if (row.sizing && annotations->contains(row.key)) return "annotation " + std::string(row.key);
+  return "";
+}
+
+// Rule 4: "key" matches any value, "key=value" that value.
+std::string label_rule(const json* labels, const config::SelectionConfig& cfg) {
+  if (!labels) return "";
+  for (const auto& rule : cfg.label_keys) {
+    const auto eq = rule.find('=');
+    const std::string key = rule.substr(0, eq);
+    std::string value;
+    if (!string_value(*labels, key, value)) continue;
+    if (eq == std::string::npos || value == rule.substr(eq + 1)) return "label " + (eq == std::string::npos ? key : rule);
+  }
+  return "";
+}
+
+// Rule 5: image globs over the regular containers' image repositories.
+std::string image_rule(const json* spec, const config::SelectionConfig& cfg) {
+  const json* containers = spec ? child(*spec, "containers") : nullptr;
+  if (!containers || !containers->is_array()) return "";
+  for (const auto& c : *containers) {
+    const json* img = child(c, "image");
+    if (!img || !img->is_string()) continue;
+    const auto& image = img->get_ref<const std::string&>();
+    const auto repo = image_repository(image);
+    for (const auto& g : cfg.image_globs)
+      if (glob_match(g, repo)) return "image " + printable(image, 120);
+  }
+  return "";
+}
+
+}  // namespace
+
 Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool assume_training) {
   Recognition r;
   const json* meta = object_at(pod, "metadata");
@@ -147,88 +187,34 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool 
   const json* annotations = meta ? object_at(*meta, "annotations") : nullptr;
   const json* spec = object_at(pod, "spec");
 
-  std::string raw;
-  Tri label_inject = bool_value(labels, kInjectKey, raw);
-  std::string label_raw = raw;
-  Tri ann_inject = bool_value(annotations, kInjectKey, raw);
-  std::string ann_raw = raw;
+  std::string label_raw, ann_raw;
+  const Tri label_inject = bool_value(labels, kInjectKey, label_raw);
+  const Tri ann_inject = bool_value(annotations, kInjectKey, ann_raw);
   if (label_inject == Tri::kInvalid)
     r.warn("label shmguard.io/inject \"" + printable(label_raw) + "\" is not true or false; ignored");
   if (ann_inject == Tri::kInvalid)
-    r.warn("annotation shmguard.io/inject \"" + printable(ann_raw) + "\" is not true or false; ignored",
-           kInjectKey);
+    r.warn("annotation shmguard.io/inject \"" + printable(ann_raw) + "\" is not true or false; ignored", kInjectKey);
   if (annotations) warn_unknown_keys(*annotations, r);
 
-  // 1. Opt-out wins over everything.
-  if (label_inject == Tri::kFalse || ann_inject == Tri::kFalse) {
-    r.verdict = Verdict::kOptedOut;
-    r.because = label_inject == Tri::kFalse ? "label shmguard.io/inject=false"
-                                            : "annotation shmguard.io/inject=false";
+  auto decide = [&r](Verdict v, std::string because) {
+    r.verdict = v;
+    r.because = std::move(because);
     return r;
-  }
-  // 2. hostIPC pods share the node's /dev/shm.
-  if (spec) {
-    auto it = spec->find("hostIPC");
-    if (it != spec->end() && it->is_boolean() && it->get<bool>()) {
-      r.verdict = Verdict::kHostIPC;
-      r.because = "hostIPC: true";
-      return r;
-    }
-  }
-  r.verdict = Verdict::kTraining;
-  // 3. Explicit opt-in or any sizing annotation.
-  if (label_inject == Tri::kTrue || ann_inject == Tri::kTrue) {
-    r.because = label_inject == Tri::kTrue ? "label shmguard.io/inject=true"
-                                           : "annotation shmguard.io/inject=true";
-    return r;
-  }
-  if (annotations) {
-    for (const auto& row : annotation_table()) {
-      if (row.sizing && annotations->contains(row.key)) {
-        r.because = "annotation " + std::string(row.key);
-        return r;
-      }
-    }
-  }
-  if (assume_training) {
-    r.because = "template of a training job";
-    return r;
-  }
-  // 4. Configured labels: "key" matches any value, "key=value" that value.
-  if (labels) {
-    for (const auto& rule : cfg.label_keys) {
-      const auto eq = rule.find('=');
-      const std::string key = rule.substr(0, eq);
-      std::string value;
-      if (!string_value(*labels, key, value)) continue;
-      if (eq == std::string::npos || value == rule.substr(eq + 1)) {
-        r.because = "label " + (eq == std::string::npos ? key : rule);
-        return r;
-      }
-    }
-  }
-  // 5. Image globs over regular containers.
-  if (spec) {
-    auto it = spec->find("containers");
-    if (it != spec->end() && it->is_array()) {
-      for (const auto& c : *it) {
-        if (!c.is_object()) continue;
-        auto img = c.find("image");
-        if (img == c.end() || !img->is_string()) continue;
-        const auto& image = img->get_ref<const std::string&>();
-        auto repo = image_repository(image);
-        for (const auto& g : cfg.image_globs) {
-          if (glob_match(g, repo)) {
-            r.because = "image " + printable(image, 120);
-            return r;
-          }
-        }
-      }
-    }
-  }
-  r.verdict = Verdict::kNotTraining;
-  r.because = "no training label, annotation or image";
-  return r;
+  };
+  // 1. Opt-out wins over everything. 2. hostIPC pods share the node's /dev/shm.
+  if (label_inject == Tri::kFalse) return decide(Verdict::kOptedOut, "label shmguard.io/inject=false");
+  if (ann_inject == Tri::kFalse) return decide(Verdict::kOptedOut, "annotation shmguard.io/inject=false");
+  if (const json* ipc = spec ? child(*spec, "hostIPC") : nullptr; ipc && ipc->is_boolean() && ipc->get<bool>())
+    return decide(Verdict::kHostIPC, "hostIPC: true");
+  // 3. Explicit opt-in or any sizing annotation; then templates known to be training pods.
+  if (label_inject == Tri::kTrue) return decide(Verdict::kTraining, "label shmguard.io/inject=true");
+  if (ann_inject == Tri::kTrue) return decide(Verdict::kTraining, "annotation shmguard.io/inject=true");
+  if (auto why = sizing_annotation(annotations); !why.empty()) return decide(Verdict::kTraining, why);
+  if (assume_training) return decide(Verdict::kTraining, "template of a training job");
+  // 4. Configured labels. 5. Image globs.
+  if (auto why = label_rule(labels, cfg); !why.empty()) return decide(Verdict::kTraining, why);
+  if (auto why = image_rule(spec, cfg); !why.empty()) return decide(Verdict::kTraining, why);
+  return decide(Verdict::kNotTraining, "no training label, annotation or image");
 }
 
 }  // namespace shmguard::inject
