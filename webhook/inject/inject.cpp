@@ -358,83 +358,53 @@ json refresh_patch(const json& pod, const config::SelectionConfig& sel, std::siz
 
 }  // namespace
 
-InjectResult inject_pod(const json& pod, const config::Config& cfg, const InjectOptions& opts) {
-  InjectResult r;
-  auto rec = recognize(pod, cfg.selection, opts.assume_training);
-  r.because = rec.because;
-  r.warnings = std::move(rec.warnings);
-  r.warning_about = std::move(rec.warning_about);
-  switch (rec.verdict) {
-    case Verdict::kOptedOut:
-      r.reason = "opted-out";
-      r.summary = "skipped: " + rec.because;
-      return r;
-    case Verdict::kHostIPC:
-      r.reason = "host-ipc";
-      r.summary = "skipped: hostIPC uses the node's /dev/shm";
-      return r;
-    case Verdict::kNotTraining:
-      r.reason = "not-training";
-      r.summary = "skipped: not a training pod";
-      return r;
-    case Verdict::kTraining:
-      break;
-  }
+namespace {
 
-  const json* meta = object_at(pod, "metadata");
-  const json* ann = meta ? object_at(*meta, "annotations") : nullptr;
-  const json* spec = object_at(pod, "spec");
-  PodFacts facts = gather(pod, spec);
-  if (!facts.invalid.empty()) {
-    r.reason = "invalid-pod";
-    r.summary = "skipped: " + facts.invalid;
-    r.warn("shmguard left the pod unchanged: " + facts.invalid);
-    return r;
+// The pod carries shmguard's own volume: sized again, brought up to date when it changed.
+void refresh(const json& pod, const json* spec, const config::Config& cfg, std::size_t volume,
+             const sizing::SizingInput& in, InjectResult& r) {
+  auto s = sizing::compute_size(in, cfg.sizing);
+  for (auto& w : s.warnings) r.warn(w);
+  bool stale = false;
+  std::string what;
+  r.patch = refresh_patch(pod, cfg.selection, volume, s, stale, what);
+  const std::string size_text = format_quantity(s.bytes);
+  r.existing_size = existing_shm_size(spec, shm_mount());
+  r.stale = stale;
+  if (r.patch.empty()) {
+    r.reason = "already-injected";
+    r.summary = "ok: already injected (" + size_text + ")";
+  } else {
+    r.action = Action::kUpdated;
+    r.reason = stale ? "stale" : "refreshed";
+    r.summary = stale ? "stale: " + what : "ok: injected " + size_text + "; annotations refreshed";
   }
+  SHMGUARD_ASSERT(applies(pod, r.patch));
+  r.sizing = std::move(s);
+}
 
-  auto in = read_sizing(ann, *spec, facts, opts, r);
-  if (facts.owned_volume) {
+// A container already mounts something at /dev/shm: the user's; warned about when too small.
+void user_managed(const json* spec, const json& mount, const config::Config& cfg, const sizing::SizingInput& in,
+                  InjectResult& r) {
+  r.action = Action::kUserManaged;
+  r.reason = "user-managed";
+  r.existing_size = existing_shm_size(spec, mount);
+  if (has_sizing_hints(in)) {
     auto s = sizing::compute_size(in, cfg.sizing);
-    for (auto& w : s.warnings) r.warn(w);
-    bool stale = false;
-    std::string what;
-    r.patch = refresh_patch(pod, cfg.selection, *facts.owned_volume, s, stale, what);
-    const std::string size_text = format_quantity(s.bytes);
-    r.existing_size = existing_shm_size(spec, shm_mount());
-    r.stale = stale;
-    if (r.patch.empty()) {
-      r.reason = "already-injected";
-      r.summary = "ok: already injected (" + size_text + ")";
-    } else {
-      r.action = Action::kUpdated;
-      r.reason = stale ? "stale" : "refreshed";
-      r.summary = stale ? "stale: " + what : "ok: injected " + size_text + "; annotations refreshed";
+    if (r.existing_size && *r.existing_size < s.bytes) {
+      r.too_small = true;
+      r.warn("/dev/shm is mounted with sizeLimit " + format_quantity(*r.existing_size) + " but the annotations need " +
+             format_quantity(s.bytes));
+      r.summary = "too small: has " + format_quantity(*r.existing_size) + ", needs " + format_quantity(s.bytes);
     }
-    SHMGUARD_ASSERT(applies(pod, r.patch));
     r.sizing = std::move(s);
-    return r;
   }
-  if (facts.shm_volume_mount) {
-    r.action = Action::kUserManaged;
-    r.reason = "user-managed";
-    r.existing_size = existing_shm_size(spec, *facts.shm_volume_mount);
-    if (has_sizing_hints(in)) {
-      auto s = sizing::compute_size(in, cfg.sizing);
-      if (r.existing_size && *r.existing_size < s.bytes) {
-        r.too_small = true;
-        r.warn("/dev/shm is mounted with sizeLimit " + format_quantity(*r.existing_size) +
-               " but the annotations need " + format_quantity(s.bytes));
-        r.summary = "too small: has " + format_quantity(*r.existing_size) + ", needs " + format_quantity(s.bytes);
-      }
-      r.sizing = std::move(s);
-    }
-    if (!r.too_small) {
-      r.summary = "ok: /dev/shm already mounted" +
-                  (r.existing_size ? " (" + format_quantity(*r.existing_size) + ")" : std::string());
-    }
-    return r;
-  }
+  if (!r.too_small)
+    r.summary = "ok: /dev/shm already mounted" +
+                (r.existing_size ? " (" + format_quantity(*r.existing_size) + ")" : std::string());
+}
 
+void inject(const json& pod, const config::Config& cfg, const sizing::SizingInput& in, InjectResult& r) {
   auto s = sizing::compute_size(in, cfg.sizing);
   for (auto& w : s.warnings) r.warn(w);
   const std::string size_text = format_quantity(s.bytes);
@@ -444,6 +414,39 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   r.reason = "injected";
   r.summary = "would inject " + size_text;
   r.sizing = std::move(s);
+}
+
+}  // namespace
+
+InjectResult inject_pod(const json& pod, const config::Config& cfg, const InjectOptions& opts) {
+  InjectResult r;
+  auto rec = recognize(pod, cfg.selection, opts.assume_training);
+  r.because = rec.because;
+  r.warnings = std::move(rec.warnings);
+  r.warning_about = std::move(rec.warning_about);
+  auto skip = [&r](const char* reason, std::string summary) {
+    r.reason = reason;
+    r.summary = std::move(summary);
+    return r;
+  };
+  switch (rec.verdict) {
+    case Verdict::kOptedOut: return skip("opted-out", "skipped: " + rec.because);
+    case Verdict::kHostIPC: return skip("host-ipc", "skipped: hostIPC uses the node's /dev/shm");
+    case Verdict::kNotTraining: return skip("not-training", "skipped: not a training pod");
+    case Verdict::kTraining: break;
+  }
+  const json* meta = object_at(pod, "metadata");
+  const json* ann = meta ? object_at(*meta, "annotations") : nullptr;
+  const json* spec = object_at(pod, "spec");
+  PodFacts facts = gather(pod, spec);
+  if (!facts.invalid.empty()) {
+    r.warn("shmguard left the pod unchanged: " + facts.invalid);
+    return skip("invalid-pod", "skipped: " + facts.invalid);
+  }
+  const auto in = read_sizing(ann, *spec, facts, opts, r);
+  if (facts.owned_volume) refresh(pod, spec, cfg, *facts.owned_volume, in, r);
+  else if (facts.shm_volume_mount) user_managed(spec, *facts.shm_volume_mount, cfg, in, r);
+  else inject(pod, cfg, in, r);
   return r;
 }
 
