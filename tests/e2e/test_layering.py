@@ -44,3 +44,45 @@ def test_the_check_catches_an_upward_include(tmp_path):
     (tmp_path / "sizing").mkdir()
     (tmp_path / "sizing" / "x.cpp").write_text('#include "sizing/x.h"\n#include "inject/inject.h"\n')
     assert upward_includes(tmp_path) == ["sizing/x.cpp:2: sizing includes inject/, which is not below it"]
+
+
+# ---- functions that fit on a screen ----
+
+MAX_LINES = 60
+SIGNATURE_END = re.compile(r"\)\s*(const)?\s*(noexcept)?\s*(override)?\s*(->\s*[\w:<>]+)?\s*\{\s*$")
+
+
+def long_functions(root, limit=MAX_LINES):
+    """Function bodies in root/**.cpp longer than `limit` lines, as "path:line name (N lines)". A body
+    starts at a line that ends a signature with "{" (not a control statement, not a lambda
+    assignment) and ends at its matching "}"; strings and comments are ignored for braces."""
+    found = []
+    for path in sorted(root.rglob("*.cpp")):
+        lines = path.read_text().split("\n")
+        stack = []
+        for n, line in enumerate(lines):
+            code = re.sub(r'"(\\.|[^"\\])*"', '""', line)
+            code = re.sub(r"'(\\.|[^'\\])'", "''", code).split("//")[0]
+            for ch in code:
+                if ch == "{":
+                    stack.append(n)
+                elif ch == "}" and stack:
+                    start = stack.pop()
+                    head = lines[start]
+                    if (SIGNATURE_END.search(head) and not re.search(r"\b(if|for|while|switch|catch|else)\b", head)
+                            and "=" not in head.split("(")[0] and n - start + 1 > limit):
+                        m = re.search(r"([\w:~]+)\s*\(", head)
+                        found.append(f"{path.relative_to(root)}:{start + 1} {m.group(1) if m else '?'} "
+                                     f"({n - start + 1} lines)")
+    return found
+
+
+def test_no_function_is_longer_than_a_screen():
+    assert long_functions(WEBHOOK) == []
+
+
+def test_the_length_check_sees_a_long_function(tmp_path):
+    body = "\n".join(f"  x += {i};" for i in range(70))
+    (tmp_path / "a.cpp").write_text(f"int f(int x) {{\n{body}\n  if (x) {{\n  }}\n  return x;\n}}\n"
+                                    "int g() { return 1; }\n")
+    assert long_functions(tmp_path) == ["a.cpp:1 f (75 lines)"]

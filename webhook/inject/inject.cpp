@@ -103,72 +103,65 @@ std::optional<std::uint64_t> resource_limit(const json& resources_owner, const c
   return q.bytes;
 }
 
+// The first reason the pod cannot be patched safely; "" when it can.
+std::string shape_problem(const json& pod, const json* spec) {
+  if (!pod.is_object()) return "object is not a JSON object";
+  if (const json* m = child(pod, "metadata"); m && !m->is_object() && !m->is_null()) return "metadata is not an object";
+  if (const json* m = object_at(pod, "metadata")) {
+    if (const json* an = child(*m, "annotations"); an && !an->is_object() && !an->is_null())
+      return "metadata.annotations is not an object";
+  }
+  if (!spec) return "spec is missing or not an object";
+  const json* containers = child(*spec, "containers");
+  if (!containers || !containers->is_array() || containers->empty())
+    return "spec.containers is missing, empty or not a list";
+  if (const json* v = child(*spec, "volumes"); v && !v->is_array() && !v->is_null()) return "spec.volumes is not a list";
+  return "";
+}
+
+// Mounts (the first at /dev/shm) and memory limits of one container list; `invalid` for a bad shape.
+void gather_containers(const json& spec, const char* field, PodFacts& f, std::uint64_t& mem_sum, bool& any_mem) {
+  const json* list = child(spec, field);
+  if (!list || list->is_null()) return;
+  if (!list->is_array()) {
+    if (f.invalid.empty()) f.invalid = std::string("spec.") + field + " is not a list";
+    return;
+  }
+  for (const auto& c : *list) {
+    if (!c.is_object()) {
+      if (f.invalid.empty()) f.invalid = std::string("an entry of spec.") + field + " is not an object";
+      continue;
+    }
+    if (const json* mounts = child(c, "volumeMounts"); mounts && mounts->is_array()) {
+      for (const auto& m : *mounts)
+        if (!f.shm_volume_mount && is_shm_path(m)) f.shm_volume_mount = &m;
+    } else if (mounts && !mounts->is_null() && f.invalid.empty()) {
+      f.invalid = std::string("volumeMounts of a container in spec.") + field + " is not a list";
+    }
+    if (std::string_view(field) != "containers") continue;
+    if (auto m = resource_limit(c, "memory")) {
+      mem_sum += std::min<std::uint64_t>(*m, 1ULL << 62);
+      any_mem = true;
+    }
+  }
+}
+
 PodFacts gather(const json& pod, const json* spec) {
   PodFacts f;
-  if (!pod.is_object()) {
-    f.invalid = "object is not a JSON object";
-    return f;
-  }
-  if (const json* m = child(pod, "metadata"); m && !m->is_object() && !m->is_null())
-    f.invalid = "metadata is not an object";
-  if (const json* a = child(pod, "metadata"); a && a->is_object()) {
-    if (const json* an = child(*a, "annotations"); an && !an->is_object() && !an->is_null())
-      f.invalid = "metadata.annotations is not an object";
-  }
-  if (!spec) {
-    if (f.invalid.empty()) f.invalid = "spec is missing or not an object";
-    return f;
-  }
-  const json* containers = child(*spec, "containers");
-  if (!containers || !containers->is_array() || containers->empty()) {
-    if (f.invalid.empty()) f.invalid = "spec.containers is missing, empty or not a list";
-    return f;
-  }
-  if (const json* v = child(*spec, "volumes"); v && !v->is_array() && !v->is_null()) {
-    if (f.invalid.empty()) f.invalid = "spec.volumes is not a list";
-  } else if (v && v->is_array()) {
+  f.invalid = shape_problem(pod, spec);
+  if (!f.invalid.empty()) return f;
+  if (const json* v = child(*spec, "volumes"); v && v->is_array()) {
     for (std::size_t i = 0; i < v->size(); ++i) {
       const json* n = child((*v)[i], "name");
-      if (n && n->is_string() && n->get_ref<const std::string&>() == kVolumeName) {
-        f.owned_volume = i;
-      }
+      if (n && n->is_string() && n->get_ref<const std::string&>() == kVolumeName) f.owned_volume = i;
     }
   }
   std::uint64_t mem_sum = 0;
   bool any_mem = false;
-  for (const char* field : {"containers", "initContainers", "ephemeralContainers"}) {
-    const json* list = child(*spec, field);
-    if (!list) continue;
-    if (!list->is_array()) {
-      if (!list->is_null() && f.invalid.empty()) f.invalid = std::string("spec.") + field + " is not a list";
-      continue;
-    }
-    for (const auto& c : *list) {
-      if (!c.is_object()) {
-        if (f.invalid.empty()) f.invalid = std::string("an entry of spec.") + field + " is not an object";
-        continue;
-      }
-      if (const json* mounts = child(c, "volumeMounts")) {
-        if (mounts->is_array()) {
-          for (const auto& m : *mounts)
-            if (!f.shm_volume_mount && is_shm_path(m)) f.shm_volume_mount = &m;
-        } else if (!mounts->is_null() && f.invalid.empty()) {
-          f.invalid = std::string("volumeMounts of a container in spec.") + field + " is not a list";
-        }
-      }
-      if (std::string_view(field) == "containers") {
-        if (auto m = resource_limit(c, "memory")) {
-          mem_sum += std::min<std::uint64_t>(*m, 1ULL << 62);
-          any_mem = true;
-        }
-      }
-    }
-  }
-  if (auto pod_mem = resource_limit(*spec, "memory")) {
-    f.memory_limit = pod_mem;
-  } else if (any_mem) {
-    f.memory_limit = mem_sum;
-  }
+  for (const char* field : {"containers", "initContainers", "ephemeralContainers"})
+    gather_containers(*spec, field, f, mem_sum, any_mem);
+  if (auto pod_mem = resource_limit(*spec, "memory")) f.memory_limit = pod_mem;
+  else if (any_mem) f.memory_limit = mem_sum;
   return f;
 }
 
