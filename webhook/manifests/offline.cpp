@@ -190,29 +190,7 @@ bool OfflineRunner::process_document(const std::string& file, int index, const R
     return false;
   }
   std::vector<TemplateReport> reports;
-  for (const auto& ref : find_templates(*doc)) {
-    TemplateReport rep;
-    rep.file = file;
-    rep.document = index;
-    const YamlNode* tnode = resolve(ydoc_.root, ref.pointer);
-    rep.line = raw.first_line + (tnode ? tnode->line : node->line) - 1;
-    rep.kind = ref.kind;
-    rep.name = ref.name;
-    rep.path = ref.path;
-    rep.pointer = ref.pointer;
-    inject::InjectOptions opts;
-    opts.assume_training = ref.training_kind;
-    opts.owner_procs = ref.owner_procs;
-    const json& tmpl = doc->at(json::json_pointer(ref.pointer));
-    rep.result = inject::inject_pod(tmpl, cfg_, opts);
-    rep.namespace_name = ref.namespace_name;
-    rep.training_kind = ref.training_kind;
-    rep.owner_procs = ref.owner_procs;
-    if (keep_objects_) rep.object = tmpl;
-    check_annotation_types(tmpl, rep, raw.first_line);
-    rep.warning_lines = warning_lines(rep, raw.first_line);
-    reports.push_back(std::move(rep));
-  }
+  for (const auto& ref : find_templates(*doc)) reports.push_back(report_template(file, index, raw, *doc, ref));
   if (format_ != OutputFormat::kNone) {
     // Written out, the document would pass on what kubectl refuses: mutate stops instead.
     for (const auto& rep : reports)
@@ -230,13 +208,33 @@ bool OfflineRunner::process_document(const std::string& file, int index, const R
     ok = write_changed(raw, *doc, reports, where, err);
   }
   for (auto& rep : reports) {
-    if (sink_) {
-      sink_(rep);
-    } else {
-      reports_.push_back(std::move(rep));
-    }
+    if (sink_) sink_(rep);
+    else reports_.push_back(std::move(rep));
   }
   return ok;
+}
+
+// The engine's call on one template, with where it is in the file.
+TemplateReport OfflineRunner::report_template(const std::string& file, int index, const RawDocument& raw,
+                                              const json& doc, const TemplateRef& ref) const {
+  TemplateReport rep;
+  rep.file = file;
+  rep.document = index;
+  const YamlNode* tnode = resolve(ydoc_.root, ref.pointer);
+  rep.line = raw.first_line + (tnode ? tnode->line : ydoc_.root->line) - 1;
+  rep.kind = ref.kind;
+  rep.name = ref.name;
+  rep.path = ref.path;
+  rep.pointer = ref.pointer;
+  rep.namespace_name = ref.namespace_name;
+  rep.training_kind = ref.training_kind;
+  rep.owner_procs = ref.owner_procs;
+  const json& tmpl = doc.at(json::json_pointer(ref.pointer));
+  rep.result = inject::inject_pod(tmpl, cfg_, {.assume_training = ref.training_kind, .owner_procs = ref.owner_procs});
+  if (keep_objects_) rep.object = tmpl;
+  check_annotation_types(tmpl, rep, raw.first_line);
+  rep.warning_lines = warning_lines(rep, raw.first_line);
+  return rep;
 }
 
 int OfflineRunner::annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const {
@@ -282,53 +280,41 @@ bool OfflineRunner::write_json_tree(const std::function<std::string(int)>& where
   return true;
 }
 
-bool OfflineRunner::write_changed(const RawDocument& raw, json& doc, std::vector<TemplateReport>& reports,
-                                  const std::function<std::string(int)>& where, std::string& err) {
-  if (format_ == OutputFormat::kYaml) {
-    // The document's own text with lines added; verified by reading it back.
-    std::vector<TemplatePatch> patches;
-    json combined = json::array();
-    for (const auto& rep : reports) {
-      if (!rep.result.mutated()) continue;
-      patches.push_back({rep.pointer, &rep.result.patch});
-      for (auto op : rep.result.patch) {
-        op["path"] = rep.pointer + op["path"].get<std::string>();
-        combined.push_back(std::move(op));
-      }
+// The document's own text with the templates' lines added, verified by reading it back as the
+// patched object; a failure says why (with the anchor's line for an anchor conflict).
+Result<std::string> OfflineRunner::surgical_edit(const RawDocument& raw, json& doc,
+                                                  const std::vector<TemplateReport>& reports) {
+  std::vector<TemplatePatch> patches;
+  json combined = json::array();
+  for (const auto& rep : reports) {
+    if (!rep.result.mutated()) continue;
+    patches.push_back({rep.pointer, &rep.result.patch});
+    for (auto op : rep.result.patch) {
+      op["path"] = rep.pointer + op["path"].get<std::string>();
+      combined.push_back(std::move(op));
     }
-    auto edit = edit_in_place(raw.text, ydoc_, patches);
-    if (edit) {
-      YamlError yerr;
-      json& expected = doc;  // not needed unpatched any more
-      expected.patch_inplace(combined);
-      if (!parse_document(*edit, check_doc_, yerr)) {
-        edit = Result<std::string>::failure("the edited text does not parse: " + yerr.message);
-      } else if (!equals_json(check_doc_.root, expected, node_budget(*edit))) {
-        edit = Result<std::string>::failure("the edited text does not read back as the patched object");
-      }
-    }
-    if (edit) {
-      write(*edit, &check_doc_);
-      return true;
-    }
-    if (edit.line() > 0 && !allow_reformat_) {
-      err = where(edit.line()) + ": " + edit.error() +
-            "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)";
-      return false;
-    }
-    const std::string why = edit.line() > 0 ? edit.error() + " at " + where(edit.line()) : edit.error();
-    for (auto& rep : reports)
-      if (rep.result.mutated()) rep.rewritten = why;
   }
-  // The re-emitter: the patched tree written out in full.
+  auto edit = edit_in_place(raw.text, ydoc_, patches);
+  if (!edit) return edit;
+  YamlError yerr;
+  doc.patch_inplace(combined);  // `doc` is not needed unpatched any more
+  if (!parse_document(*edit, check_doc_, yerr))
+    return Result<std::string>::failure("the edited text does not parse: " + yerr.message);
+  if (!equals_json(check_doc_.root, doc, node_budget(*edit)))
+    return Result<std::string>::failure("the edited text does not read back as the patched object");
+  return edit;
+}
+
+// The re-emitter: the patched tree written out in full, leading comments and directives kept.
+bool OfflineRunner::reemit(const RawDocument& raw, const std::vector<TemplateReport>& reports,
+                           const std::function<std::string(int)>& where, std::string& err) {
   if (!ydoc_.unshare(node_budget_)) {
     err = where(0) + ": document expands to too many nodes (alias expansion?)";
     return false;
   }
   for (const auto& rep : reports) {
-    if (!rep.result.mutated()) continue;
     std::string perr;
-    if (!apply_patch(ydoc_, rep.pointer, rep.result.patch, perr)) {
+    if (rep.result.mutated() && !apply_patch(ydoc_, rep.pointer, rep.result.patch, perr)) {
       err = where(0) + ": internal error applying the patch to " + rep.path + ": " + perr;
       return false;
     }
@@ -349,6 +335,26 @@ bool OfflineRunner::write_changed(const RawDocument& raw, json& doc, std::vector
   }
   write(body);
   return true;
+}
+
+bool OfflineRunner::write_changed(const RawDocument& raw, json& doc, std::vector<TemplateReport>& reports,
+                                  const std::function<std::string(int)>& where, std::string& err) {
+  if (format_ == OutputFormat::kYaml) {
+    auto edit = surgical_edit(raw, doc, reports);
+    if (edit) {
+      write(*edit, &check_doc_);
+      return true;
+    }
+    if (edit.line() > 0 && !allow_reformat_) {
+      err = where(edit.line()) + ": " + edit.error() +
+            "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)";
+      return false;
+    }
+    const std::string why = edit.line() > 0 ? edit.error() + " at " + where(edit.line()) : edit.error();
+    for (auto& rep : reports)
+      if (rep.result.mutated()) rep.rewritten = why;
+  }
+  return reemit(raw, reports, where, err);
 }
 
 }  // namespace shmguard::manifests

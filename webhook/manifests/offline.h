@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "inject/inject.h"
+#include "manifests/templates.h"
 #include "manifests/yaml_doc.h"
 
 namespace shmguard::manifests {
@@ -68,12 +69,18 @@ class OfflineRunner {
   void write(const std::string& text, const YamlDocument* doc = nullptr);
   void release_held(bool more_follows);
   bool process_document(const std::string& file, int index, const RawDocument& raw, std::string& err);
+  TemplateReport report_template(const std::string& file, int index, const RawDocument& raw,
+                                 const nlohmann::json& doc, const TemplateRef& ref) const;
   std::vector<int> warning_lines(const TemplateReport& rep, int first_line) const;
   int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
   void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;
   bool write_json_tree(const std::function<std::string(int)>& where, std::string& err);
   bool write_changed(const RawDocument& raw, nlohmann::json& doc, std::vector<TemplateReport>& reports,
                      const std::function<std::string(int)>& where, std::string& err);
+  Result<std::string> surgical_edit(const RawDocument& raw, nlohmann::json& doc,
+                                    const std::vector<TemplateReport>& reports);
+  bool reemit(const RawDocument& raw, const std::vector<TemplateReport>& reports,
+              const std::function<std::string(int)>& where, std::string& err);
 
   const config::Config& cfg_;
   OutputFormat format_;
