@@ -232,6 +232,46 @@ std::uint64_t implied_sample_size(std::uint64_t peak, std::uint64_t batch, std::
   return slots ? (peak + slots - 1) / slots : 0;
 }
 
+namespace {
+
+struct Counts {
+  std::uint64_t batch = 0, workers = 0, prefetch = 0, procs = 0;
+};
+
+// The recommended size and the annotations that give it, from the measured peak.
+void conclude(const ObserveArgs& a, const config::Config& cfg, const Counts& n, ObserveReport& r) {
+  // peak x headroom, rounded up: (q*1000 + rem) * h / 1000 = q*h + rem*h/1000, without overflow.
+  const std::uint64_t h = cfg.sizing.headroom_milli;
+  const std::uint64_t scaled = r.peak / 1000 * h + (r.peak % 1000 * h + 999) / 1000;
+  r.recommended = std::max(round_up(scaled, sizing::kMi), cfg.sizing.min);
+  std::ostringstream y;
+  y << "metadata:\n  annotations:\n";
+  if (!a.batch.empty()) {
+    r.sample_size = implied_sample_size(r.peak, n.batch, n.workers, n.prefetch, n.procs);
+    y << "    shmguard.io/batch-size: \"" << n.batch << "\"\n    shmguard.io/num-workers: \"" << n.workers << "\"\n"
+      << "    shmguard.io/sample-size: " << sizing::format_quantity(round_up(*r.sample_size, sizing::kKi)) << "\n";
+    if (!a.prefetch.empty()) y << "    shmguard.io/prefetch-factor: \"" << n.prefetch << "\"\n";
+    if (!a.procs.empty()) y << "    shmguard.io/procs-per-pod: \"" << n.procs << "\"\n";
+  } else {
+    y << "    shmguard.io/size: " << sizing::format_quantity(r.recommended) << "\n";
+  }
+  r.yaml = y.str();
+}
+
+// stderr by default; --report FILE; --report - (stdout, which the command's output left).
+void deliver(const ObserveArgs& a, const std::string& report) {
+  if (a.report_file == "-") {
+    std::cout << report << std::flush;
+  } else if (!a.report_file.empty()) {
+    std::ofstream f(a.report_file, std::ios::trunc);
+    if (!(f << report)) std::cerr << "shmguard observe: cannot write " << a.report_file << "\n";
+  } else {
+    std::cerr << report;
+  }
+}
+
+}  // namespace
+
 int run_observe(const ObserveArgs& a) {
   config::Config cfg;
   if (!a.config_file.empty()) {
@@ -241,12 +281,12 @@ int run_observe(const ObserveArgs& a) {
   }
   if (a.command.empty()) return fail("give the command after --, e.g. shmguard observe -- python train.py");
   if (a.interval_ms < 1) return fail("--interval-ms must be at least 1");
-  std::uint64_t batch = 0, workers = 0, prefetch = 0, procs = 0;
+  Counts n;
   std::string err;
-  if (!optional_count("--batch-size", a.batch, 0, false, batch, err) ||
-      !optional_count("--num-workers", a.workers, 0, true, workers, err) ||
-      !optional_count("--prefetch-factor", a.prefetch, cfg.sizing.prefetch_factor, false, prefetch, err) ||
-      !optional_count("--procs-per-pod", a.procs, 1, false, procs, err))
+  if (!optional_count("--batch-size", a.batch, 0, false, n.batch, err) ||
+      !optional_count("--num-workers", a.workers, 0, true, n.workers, err) ||
+      !optional_count("--prefetch-factor", a.prefetch, cfg.sizing.prefetch_factor, false, n.prefetch, err) ||
+      !optional_count("--procs-per-pod", a.procs, 1, false, n.procs, err))
     return fail(err);
   if (a.batch.empty() != a.workers.empty()) return fail("--batch-size and --num-workers go together");
 
@@ -259,7 +299,6 @@ int run_observe(const ObserveArgs& a) {
   std::uint64_t total = 0;
   r.baseline = shm_used(&total);
   if (!a.shm_size.empty()) r.shm_total = total;
-
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   ::sigaction(SIGINT, &sa, nullptr);
@@ -271,34 +310,10 @@ int run_observe(const ObserveArgs& a) {
     return e == ENOENT ? kExitNotFound : kExitCannotRun;
   }
   watch(c, a.interval_ms, r, r.baseline);
-
-  // peak x headroom, rounded up: (q*1000 + rem) * h / 1000 = q*h + rem*h/1000, without overflow.
-  const std::uint64_t h = cfg.sizing.headroom_milli;
-  const std::uint64_t scaled = r.peak / 1000 * h + (r.peak % 1000 * h + 999) / 1000;
-  r.recommended = std::max(round_up(scaled, sizing::kMi), cfg.sizing.min);
-  std::ostringstream y;
-  y << "metadata:\n  annotations:\n";
-  if (!a.batch.empty()) {
-    r.sample_size = implied_sample_size(r.peak, batch, workers, prefetch, procs);
-    y << "    shmguard.io/batch-size: \"" << batch << "\"\n    shmguard.io/num-workers: \"" << workers << "\"\n"
-      << "    shmguard.io/sample-size: " << sizing::format_quantity(round_up(*r.sample_size, sizing::kKi)) << "\n";
-    if (!a.prefetch.empty()) y << "    shmguard.io/prefetch-factor: \"" << prefetch << "\"\n";
-    if (!a.procs.empty()) y << "    shmguard.io/procs-per-pod: \"" << procs << "\"\n";
-  } else {
-    y << "    shmguard.io/size: " << sizing::format_quantity(r.recommended) << "\n";
-  }
-  r.yaml = y.str();
-
+  conclude(a, cfg, n, r);
   std::ostringstream report;
   render(report, a, r, cfg);
-  if (a.report_file == "-") {
-    std::cout << report.str() << std::flush;  // the command's stdout went to stderr
-  } else if (!a.report_file.empty()) {
-    std::ofstream f(a.report_file, std::ios::trunc);
-    if (!(f << report.str())) std::cerr << "shmguard observe: cannot write " << a.report_file << "\n";
-  } else {
-    std::cerr << report.str();
-  }
+  deliver(a, report.str());
   return r.exit_code;
 }
 
