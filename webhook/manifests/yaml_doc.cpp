@@ -822,67 +822,75 @@ const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const 
   return cur;
 }
 
+namespace {
+
+// The node that holds the last token of `tokens`; null with `err` when the path does not resolve.
+YamlNode* parent_of(YamlNode* cur, const std::vector<std::string>& tokens, const std::string& path, std::string& err) {
+  for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
+    YamlNode* next = nullptr;
+    std::size_t idx = 0;
+    if (cur->kind == YamlNode::Kind::kMap) next = find_value(cur, tokens[i]);
+    else if (cur->kind == YamlNode::Kind::kSequence && seq_index(tokens[i], cur->items.size(), idx)) next = cur->items[idx];
+    if (!next) {
+      err = "path " + path + " does not resolve at \"" + tokens[i] + "\"";
+      return nullptr;
+    }
+    cur = next;
+  }
+  return cur;
+}
+
+// "add" or "replace" of `value` at `last` in `parent`; a mapping keeps its key order.
+bool put(YamlDocument& doc, YamlNode* parent, const std::string& kind, const std::string& last, YamlNode* value,
+         const std::string& path, std::string& err) {
+  if (parent->kind == YamlNode::Kind::kSequence) {
+    std::size_t idx = 0;
+    if (kind == "add" && last == "-") {
+      parent->items.push_back(value);
+    } else if (seq_index(last, parent->items.size(), idx)) {
+      if (kind == "replace") parent->items[idx] = value;
+      else parent->items.insert(parent->items.begin() + static_cast<std::ptrdiff_t>(idx), value);
+    } else {
+      err = "index " + last + " out of range in " + path;
+      return false;
+    }
+    return true;
+  }
+  if (parent->kind != YamlNode::Kind::kMap) {
+    err = "cannot add to a scalar at " + path;
+    return false;
+  }
+  for (auto& [k, v] : parent->pairs) {
+    if (k->kind == YamlNode::Kind::kScalar && k->value == last) {
+      v = value;
+      return true;
+    }
+  }
+  YamlNode* key = doc.make(YamlNode::Kind::kScalar);
+  key->style = ScalarStyle::kNew;
+  key->value = last;
+  parent->pairs.emplace_back(key, value);
+  return true;
+}
+
+}  // namespace
+
 bool apply_patch(YamlDocument& doc, const std::string& prefix, const json& patch, std::string& err) {
   try {
     for (const auto& op : patch) {
       const std::string kind = op.at("op").get<std::string>();
       const std::string path = prefix + op.at("path").get<std::string>();
-      auto tokens = pointer_tokens(path);
+      const auto tokens = pointer_tokens(path);
       if (tokens.empty() || !doc.root) {
         err = "cannot patch the document root";
         return false;
       }
-      YamlNode* cur = doc.root;
-      for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
-        const auto& t = tokens[i];
-        YamlNode* next = nullptr;
-        std::size_t idx = 0;
-        if (cur->kind == YamlNode::Kind::kMap) {
-          next = find_value(cur, t);
-        } else if (cur->kind == YamlNode::Kind::kSequence && seq_index(t, cur->items.size(), idx)) {
-          next = cur->items[idx];
-        }
-        if (!next) {
-          err = "path " + path + " does not resolve at \"" + t + "\"";
-          return false;
-        }
-        cur = next;
-      }
-      const std::string& last = tokens.back();
+      YamlNode* parent = parent_of(doc.root, tokens, path, err);
+      if (!parent) return false;
       if (kind == "add" || kind == "replace") {
-        YamlNode* value = from_json(doc, op.at("value"));
-        if (cur->kind == YamlNode::Kind::kSequence) {
-          std::size_t idx = 0;
-          if (kind == "add" && last == "-") {
-            cur->items.push_back(value);
-          } else if (seq_index(last, cur->items.size(), idx)) {
-            if (kind == "replace") cur->items[idx] = value;
-            else cur->items.insert(cur->items.begin() + static_cast<std::ptrdiff_t>(idx), value);
-          } else {
-            err = "index " + last + " out of range in " + path;
-            return false;
-          }
-        } else if (cur->kind == YamlNode::Kind::kMap) {
-          bool found = false;
-          for (auto& [k, v] : cur->pairs) {
-            if (k->kind == YamlNode::Kind::kScalar && k->value == last) {
-              v = value;  // replaces in place: key order is kept
-              found = true;
-              break;
-            }
-          }
-          if (!found) {
-            YamlNode* key = doc.make(YamlNode::Kind::kScalar);
-            key->style = ScalarStyle::kNew;
-            key->value = last;
-            cur->pairs.emplace_back(key, value);
-          }
-        } else {
-          err = "cannot add to a scalar at " + path;
-          return false;
-        }
-      } else if (kind == "remove" && cur->kind == YamlNode::Kind::kMap) {
-        std::erase_if(cur->pairs, [&](const auto& kv) { return kv.first->value == last; });
+        if (!put(doc, parent, kind, tokens.back(), from_json(doc, op.at("value")), path, err)) return false;
+      } else if (kind == "remove" && parent->kind == YamlNode::Kind::kMap) {
+        std::erase_if(parent->pairs, [&](const auto& kv) { return kv.first->value == tokens.back(); });
       } else {
         err = "unsupported patch operation " + kind;
         return false;
