@@ -147,19 +147,67 @@ std::string sanitize_warning(std::string_view w) {
   return out;
 }
 
+namespace {
+
+// The engine's decision on a pod CREATE, as the outcome and the patch (base64) to send.
+void decide(const json& req, const config::Config& cfg, AdmissionOutcome& o, std::string& patch_b64) {
+  const json empty = json::object();
+  const json& kind = req.contains("kind") ? req["kind"] : empty;
+  const bool is_pod = str_field(kind, "kind") == "Pod" && str_field(kind, "group").empty();
+  const bool create = str_field(req, "operation") == "CREATE";
+  const bool subresource = !str_field(req, "subResource").empty();
+  auto obj_it = req.find("object");
+  if (!is_pod || !create || subresource) {
+    o.decision = Decision::kSkipped;
+    o.reason = !is_pod ? "not-a-pod" : (!create ? "not-create" : "subresource");
+    return;
+  }
+  if (obj_it == req.end() || !obj_it->is_object()) {
+    o.decision = Decision::kSkipped;
+    o.reason = "no-object";
+    o.warnings.push_back("shmguard: the review carried no pod object; admitted unchanged");
+    return;
+  }
+  const json& pod = *obj_it;
+  if (o.pod.empty()) {
+    if (const json* md = inject::object_at(pod, "metadata")) o.pod = inject::display_name(*md);
+  }
+  auto r = inject::inject_pod(pod, cfg);
+  o.reason = r.reason;
+  o.warnings = r.warnings;
+  if (r.sizing && r.sizing->source == sizing::SizeSource::kFormula)
+    o.procs = std::to_string(r.sizing->procs) + " from " +
+              (r.sizing->procs_source.empty() ? std::string("default") : r.sizing->procs_source);
+  if (!r.mutated()) {
+    o.decision = Decision::kSkipped;
+    return;
+  }
+  o.size_bytes = r.size();
+  o.size = sizing::format_quantity(r.size());
+  const bool update = r.action == inject::Action::kUpdated;
+  if (cfg.mode == config::Mode::kAudit) {
+    o.decision = Decision::kAudit;
+    o.warnings.push_back("shmguard would " + std::string(update ? "resize /dev/shm to " : "inject ") + o.size +
+                         (update ? "" : " at /dev/shm") + " (audit mode)");
+    return;
+  }
+  o.decision = update ? Decision::kUpdated : Decision::kInjected;
+  patch_b64 = base64_encode(r.patch.dump());
+}
+
+}  // namespace
+
 AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg) {
   json review;
   if (auto parsed = read_json(body, review, kMaxNesting, &kReview); !parsed.ok)
     return bad_request("request body is not valid JSON: " + parsed.error);
   if (!review.is_object()) return bad_request("request body is not a JSON object");
   const std::string api_version = str_field(review, "apiVersion");
-  if (str_field(review, "kind") != "AdmissionReview")
-    return bad_request("kind must be AdmissionReview");
+  if (str_field(review, "kind") != "AdmissionReview") return bad_request("kind must be AdmissionReview");
   if (api_version != "admission.k8s.io/v1" && api_version != "admission.k8s.io/v1beta1")
     return bad_request("apiVersion must be admission.k8s.io/v1 or admission.k8s.io/v1beta1");
   auto req_it = review.find("request");
-  if (req_it == review.end() || !req_it->is_object())
-    return bad_request("AdmissionReview has no request object");
+  if (req_it == review.end() || !req_it->is_object()) return bad_request("AdmissionReview has no request object");
   const json& req = *req_it;
   const std::string uid = str_field(req, "uid");
   if (uid.empty()) return bad_request("request.uid must be a non-empty string");
@@ -169,48 +217,9 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
   o.uid = uid;
   o.namespace_name = str_field(req, "namespace");
   o.pod = str_field(req, "name");
-
   std::string patch_b64;
   try {
-    const json empty = json::object();
-    const json& kind = req.contains("kind") ? req["kind"] : empty;
-    const bool is_pod = str_field(kind, "kind") == "Pod" && str_field(kind, "group").empty();
-    const bool create = str_field(req, "operation") == "CREATE";
-    const bool subresource = !str_field(req, "subResource").empty();
-    auto obj_it = req.find("object");
-    if (!is_pod || !create || subresource) {
-      o.decision = Decision::kSkipped;
-      o.reason = !is_pod ? "not-a-pod" : (!create ? "not-create" : "subresource");
-    } else if (obj_it == req.end() || !obj_it->is_object()) {
-      o.decision = Decision::kSkipped;
-      o.reason = "no-object";
-      o.warnings.push_back("shmguard: the review carried no pod object; admitted unchanged");
-    } else {
-      const json& pod = *obj_it;
-      if (o.pod.empty()) {
-        if (const json* md = inject::object_at(pod, "metadata")) o.pod = inject::display_name(*md);
-      }
-      auto r = inject::inject_pod(pod, cfg);
-      o.reason = r.reason;
-      o.warnings = r.warnings;
-      if (r.sizing && r.sizing->source == sizing::SizeSource::kFormula)
-        o.procs = std::to_string(r.sizing->procs) + " from " +
-                  (r.sizing->procs_source.empty() ? std::string("default") : r.sizing->procs_source);
-      if (r.mutated() && cfg.mode == config::Mode::kAudit) {
-        o.decision = Decision::kAudit;
-        o.size_bytes = r.size();
-        o.size = sizing::format_quantity(r.size());
-        o.warnings.push_back("shmguard would " + std::string(r.action == inject::Action::kUpdated ? "resize /dev/shm to " : "inject ") +
-                             o.size + (r.action == inject::Action::kUpdated ? "" : " at /dev/shm") + " (audit mode)");
-      } else if (r.mutated()) {
-        o.decision = r.action == inject::Action::kUpdated ? Decision::kUpdated : Decision::kInjected;
-        o.size_bytes = r.size();
-        o.size = sizing::format_quantity(r.size());
-        patch_b64 = base64_encode(r.patch.dump());
-      } else {
-        o.decision = Decision::kSkipped;
-      }
-    }
+    decide(req, cfg, o, patch_b64);
   } catch (const std::exception& e) {
     // Our trouble must never block a pod: admit unchanged, say so.
     o.decision = Decision::kError;
