@@ -95,6 +95,47 @@ void append_yaml(std::string& out, const json& v, int indent, bool in_seq_item) 
   }
 }
 
+// Block YAML with results from an earlier function as its last key: ours go after them. Block YAML
+// without results: a `results:` key after the last one, nothing else moves. Otherwise (JSON, flow
+// style, results elsewhere): the whole list as JSON.
+int write_list(const manifests::YamlDocument& doc, const json& list, const json& results, bool had_results,
+               std::string body, std::ostream& out, std::ostream& err) {
+  const auto& pairs = doc.root->pairs;
+  const manifests::YamlNode* prior = !pairs.empty() && pairs.back().first->value == "results" ? pairs.back().second : nullptr;
+  const bool block = !doc.root->flow;
+  if (!body.empty() && body.back() != '\n' && block && (prior || !had_results)) body += '\n';
+  if (block && prior && prior->kind == manifests::YamlNode::Kind::kSequence && !prior->flow && !prior->items.empty()) {
+    const std::string pad(static_cast<std::size_t>(prior->column), ' ');
+    for (std::size_t i = list["results"].size(); i < results.size(); ++i) {
+      std::string item;
+      append_yaml(item, results[i], prior->column + 2, true);
+      body += pad + "- " + item;
+    }
+    out << body;
+    return kExitOk;
+  }
+  if (block && !had_results) {
+    body += results.empty() ? "results: []\n" : "results:\n";
+    for (const auto& res : results) {
+      body += "- ";
+      append_yaml(body, res, 2, true);
+    }
+    out << body;
+    return kExitOk;
+  }
+  manifests::YamlDocument outdoc;
+  manifests::YamlError yerr;
+  std::optional<json> j;
+  if (manifests::parse_document(body, outdoc, yerr)) j = manifests::to_json(outdoc.root, body.size() * 16 + 4096, yerr);
+  if (!j) {
+    err << "shmguard fn: internal error: " << yerr.message << "\n";
+    return kExitFunctionError;
+  }
+  (*j)["results"] = results;
+  out << j->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, const config::Config& cfg) {
@@ -127,52 +168,7 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
   for (const auto& r : runner.reports())
     for (auto& res : results_for(*list, r)) results.push_back(std::move(res));
 
-  std::string body = mutated.str();
-  // An earlier function's results as the list's last key, in block style: ours go after them.
-  const auto& pairs = doc.root->pairs;
-  const manifests::YamlNode* prior = !pairs.empty() && pairs.back().first->value == "results" ? pairs.back().second : nullptr;
-  if (prior && prior->kind == manifests::YamlNode::Kind::kSequence && !prior->flow && !prior->items.empty() &&
-      !doc.root->flow) {
-    if (!body.empty() && body.back() != '\n') body += '\n';
-    const std::string pad(static_cast<std::size_t>(prior->column), ' ');
-    const std::size_t ours = results.size() - (*list)["results"].size();
-    for (std::size_t i = results.size() - ours; i < results.size(); ++i) {
-      std::string item;
-      append_yaml(item, results[i], prior->column + 2, true);
-      body += pad + "- " + item;
-    }
-    out << body;
-    return kExitOk;
-  }
-  if (!had_results && !doc.root->flow) {
-    // Block YAML in, block YAML out: the results go after the last key, nothing else moves.
-    if (!body.empty() && body.back() != '\n') body += '\n';
-    if (results.empty()) {
-      body += "results: []\n";
-    } else {
-      body += "results:\n";
-      for (const auto& res : results) {
-        body += "- ";
-        append_yaml(body, res, 2, true);
-      }
-    }
-    out << body;
-    return kExitOk;
-  }
-  // JSON or flow style, or results already there: write the whole list as JSON.
-  manifests::YamlDocument outdoc;
-  if (!manifests::parse_document(body, outdoc, yerr)) {
-    err << "shmguard fn: internal error: " << yerr.message << "\n";
-    return kExitFunctionError;
-  }
-  auto j = manifests::to_json(outdoc.root, body.size() * 16 + 4096, yerr);
-  if (!j) {
-    err << "shmguard fn: internal error: " << yerr.message << "\n";
-    return kExitFunctionError;
-  }
-  (*j)["results"] = results;
-  out << j->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-  return kExitOk;
+  return write_list(doc, *list, results, had_results, mutated.str(), out, err);
 }
 
 }  // namespace shmguard::cli
