@@ -38,6 +38,59 @@ const std::string* HttpRequest::header(std::string_view lower_name) const {
   return nullptr;
 }
 
+namespace {
+
+// The request line: method, target, path and the version's default keep-alive. An empty result
+// status (kIncomplete) means it is fine.
+ParseResult parse_request_line(std::string_view line, HttpRequest& out) {
+  auto sp1 = line.find(' ');
+  auto sp2 = line.rfind(' ');
+  if (sp1 == std::string_view::npos || sp2 == sp1) return error(400, "malformed request line");
+  out.method = std::string(line.substr(0, sp1));
+  out.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
+  std::string_view version = line.substr(sp2 + 1);
+  if (out.method.empty() || out.target.empty() || out.target[0] != '/') return error(400, "malformed request line");
+  for (char c : out.method)
+    if (!is_token_char(c)) return error(400, "malformed method");
+  if (version == "HTTP/1.1") out.keep_alive = true;
+  else if (version == "HTTP/1.0") out.keep_alive = false;
+  else if (version.rfind("HTTP/", 0) == 0) return error(505, "only HTTP/1.0 and HTTP/1.1 are supported");
+  else return error(400, "malformed request line");
+  out.path = out.target.substr(0, out.target.find('?'));
+  return {};
+}
+
+// One header line; Content-Length, Transfer-Encoding and Connection are acted on.
+ParseResult parse_header(std::string_view line, HttpRequest& out, std::size_t& content_length, bool& has_length) {
+  auto colon = line.find(':');
+  if (colon == std::string_view::npos || colon == 0) return error(400, "malformed header line");
+  for (char c : line.substr(0, colon))
+    if (!is_token_char(c)) return error(400, "malformed header name");
+  std::string name = lower(line.substr(0, colon));
+  std::string_view value = trim(line.substr(colon + 1));
+  for (char c : value)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) return error(400, "control character in header value");
+  if (name == "content-length") {
+    if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string_view::npos)
+      return error(400, "invalid Content-Length");
+    std::size_t v = std::stoull(std::string(value));
+    if (has_length && v != content_length) return error(400, "conflicting Content-Length headers");
+    content_length = v;
+    has_length = true;
+  } else if (name == "transfer-encoding") {
+    return error(411, "chunked request bodies are not supported; send Content-Length");
+  } else if (name == "connection") {
+    auto v = lower(value);
+    if (v.find("close") != std::string::npos) out.keep_alive = false;
+    else if (v.find("keep-alive") != std::string::npos) out.keep_alive = true;
+  }
+  if (out.headers.size() >= 100) return error(431, "too many headers");
+  out.headers.emplace_back(std::move(name), std::string(value));
+  return {};
+}
+
+}  // namespace
+
 ParseResult parse_request(std::string_view buf, std::size_t max_body, HttpRequest& out) {
   auto end = buf.find("\r\n\r\n");
   if (end == std::string_view::npos) {
@@ -47,30 +100,8 @@ ParseResult parse_request(std::string_view buf, std::size_t max_body, HttpReques
   if (end > kMaxHeaderBytes) return error(431, "request headers too large");
   std::string_view head = buf.substr(0, end);
   out = HttpRequest{};
-
   auto line_end = head.find("\r\n");
-  std::string_view request_line = head.substr(0, line_end);
-  auto sp1 = request_line.find(' ');
-  auto sp2 = request_line.rfind(' ');
-  if (sp1 == std::string_view::npos || sp2 == sp1) return error(400, "malformed request line");
-  out.method = std::string(request_line.substr(0, sp1));
-  out.target = std::string(request_line.substr(sp1 + 1, sp2 - sp1 - 1));
-  std::string_view version = request_line.substr(sp2 + 1);
-  if (out.method.empty() || out.target.empty() || out.target[0] != '/')
-    return error(400, "malformed request line");
-  for (char c : out.method)
-    if (!is_token_char(c)) return error(400, "malformed method");
-  if (version == "HTTP/1.1") {
-    out.keep_alive = true;
-  } else if (version == "HTTP/1.0") {
-    out.keep_alive = false;
-  } else if (version.rfind("HTTP/", 0) == 0) {
-    return error(505, "only HTTP/1.0 and HTTP/1.1 are supported");
-  } else {
-    return error(400, "malformed request line");
-  }
-  out.path = out.target.substr(0, out.target.find('?'));
-
+  if (auto r = parse_request_line(head.substr(0, line_end), out); r.status == ParseStatus::kError) return r;
   std::size_t content_length = 0;
   bool has_length = false;
   std::size_t pos = line_end == std::string_view::npos ? head.size() : line_end + 2;
@@ -78,31 +109,7 @@ ParseResult parse_request(std::string_view buf, std::size_t max_body, HttpReques
     auto nl = head.find("\r\n", pos);
     std::string_view line = head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? head.size() : nl + 2;
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0) return error(400, "malformed header line");
-    for (char c : line.substr(0, colon))
-      if (!is_token_char(c)) return error(400, "malformed header name");
-    std::string name = lower(line.substr(0, colon));
-    std::string_view value = trim(line.substr(colon + 1));
-    for (char c : value)
-      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f)
-        return error(400, "control character in header value");
-    if (name == "content-length") {
-      if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string_view::npos)
-        return error(400, "invalid Content-Length");
-      std::size_t v = std::stoull(std::string(value));
-      if (has_length && v != content_length) return error(400, "conflicting Content-Length headers");
-      content_length = v;
-      has_length = true;
-    } else if (name == "transfer-encoding") {
-      return error(411, "chunked request bodies are not supported; send Content-Length");
-    } else if (name == "connection") {
-      auto v = lower(value);
-      if (v.find("close") != std::string::npos) out.keep_alive = false;
-      else if (v.find("keep-alive") != std::string::npos) out.keep_alive = true;
-    }
-    if (out.headers.size() >= 100) return error(431, "too many headers");
-    out.headers.emplace_back(std::move(name), std::string(value));
+    if (auto r = parse_header(line, out, content_length, has_length); r.status == ParseStatus::kError) return r;
   }
   if (content_length > max_body)
     return error(413, "request body of " + std::to_string(content_length) + " bytes exceeds the limit of " +
