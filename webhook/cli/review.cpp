@@ -5,6 +5,8 @@
 
 #include <httplib.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -127,33 +129,57 @@ int fail(const std::string& msg) {
 
 }  // namespace
 
-int run_review(const ReviewArgs& a) {
-  Url url;
-  std::string err;
-  if (!parse_url(a.server, url, err)) return fail(err);
-  const std::string name = a.server_name.empty() ? url.host : a.server_name;
+namespace {
 
-  config::Config cfg;  // only discovery is used; the webhook decides
-  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, std::cout);
-  runner.keep_objects();
+// The pod templates to send: the built-in test pod and those of the files.
+bool collect(const ReviewArgs& a, manifests::OfflineRunner& runner, std::string& err) {
   if (a.test_pod) {
     std::istringstream pod(kTestPod);
-    if (!runner.process("<test-pod>", pod, err)) return fail(err);
+    if (!runner.process("<test-pod>", pod, err)) return false;
   }
   for (const auto& f : a.files) {
-    std::string label = f == "-" ? "<stdin>" : f;
     std::ifstream file;
     if (f != "-") {
       file.open(f, std::ios::binary);
-      if (!file) return fail(f + ": cannot open");
+      if (!file) {
+        err = f + ": cannot open: " + std::strerror(errno);
+        return false;
+      }
     }
-    if (!runner.process(label, f == "-" ? std::cin : file, err)) return fail(err);
+    if (!runner.process(f == "-" ? "<stdin>" : f, f == "-" ? std::cin : file, err)) return false;
   }
-  if (runner.reports().empty()) return fail("no pod templates found");
+  return true;
+}
 
-  // Connect to the URL's host but verify the certificate (and send SNI) for `name`: what the API
-  // server does for a Service reference, and what a port-forward to localhost needs.
-  httplib::SSLClient cli(name, url.port);
+// Why no answer came, with the hint that fits the error.
+std::string unreachable(const ReviewArgs& a, const Url& url, const std::string& name, httplib::Error e,
+                        long verify_result) {
+  std::ostringstream why;
+  why << "cannot reach " << a.server << " (certificate verified for " << name << "): " << httplib::to_string(e);
+  if (verify_result != 0) why << ": " << X509_verify_cert_error_string(verify_result);
+  else if (e == httplib::Error::SSLServerVerification)
+    why << ": the serving certificate is not valid for " << name << " (use --server-name)";
+  else if (e == httplib::Error::Connection || e == httplib::Error::ConnectionTimeout)
+    why << ": " << no_endpoint_hint(url.host);
+  return why.str();
+}
+
+// "patched: /dev/shm 8Gi", "patched", "allowed unchanged" or "denied", as the API server would store it.
+std::string decision_of(const json& pod, bool allowed, const json& patch) {
+  if (!allowed) return "denied";
+  if (!patch.is_array()) return "allowed unchanged";
+  std::string decision = "patched";
+  json patched = pod.patch(patch);
+  const json vols = patched.contains("spec") ? patched["spec"].value("volumes", json::array()) : json::array();
+  for (const auto& v : vols.is_array() ? vols : json::array())
+    if (v.is_object() && v.value("name", "") == "shmguard-dshm" && v.contains("emptyDir"))
+      decision = "patched: /dev/shm " + v["emptyDir"].value("sizeLimit", std::string("?"));
+  return decision;
+}
+
+// Connect to the URL's host but verify the certificate (and send SNI) for `name`: what the API
+// server does for a Service reference, and what a port-forward to localhost needs.
+void configure(httplib::SSLClient& cli, const ReviewArgs& a, const Url& url, const std::string& name) {
   if (name != url.host) cli.set_hostname_addr_map({{name, url.host}});
   cli.set_ca_cert_path(a.ca_file);
   cli.enable_server_certificate_verification(true);
@@ -162,29 +188,34 @@ int run_review(const ReviewArgs& a) {
   cli.set_write_timeout(a.timeout_s, 0);
   cli.set_keep_alive(true);
   cli.set_tcp_nodelay(true);
+}
 
-  int code = 0;
+}  // namespace
+
+int run_review(const ReviewArgs& a) {
+  Url url;
+  std::string err;
+  if (!parse_url(a.server, url, err)) return fail(err);
+  const std::string name = a.server_name.empty() ? url.host : a.server_name;
+  config::Config cfg;  // only discovery is used; the webhook decides
+  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, std::cout);
+  runner.keep_objects();
+  if (!collect(a, runner, err)) return fail(err);
+  if (runner.reports().empty()) return fail("no pod templates found");
+
+  httplib::SSLClient cli(name, url.port);
+  configure(cli, a, url, name);
+
+  int code = kExitOk;
   json all = json::array();
   std::size_t n = 0;
   for (const auto& r : runner.reports()) {
     const json pod = pod_for(r);
-    const std::string ns = r.namespace_name.empty() ? "default" : r.namespace_name;
-    auto res = cli.Post(url.path, review_for(pod, ns, ++n).dump(), "application/json");
+    auto res = cli.Post(url.path, review_for(pod, r.namespace_name.empty() ? "default" : r.namespace_name, ++n).dump(),
+                        "application/json");
     const std::string where = r.file + ":" + std::to_string(r.line) + " " + (r.kind.empty() ? "?" : r.kind) + "/" +
                               (r.name.empty() ? "?" : r.name) + " " + r.path;
-    if (!res) {
-      std::ostringstream why;
-      why << "cannot reach " << a.server << " (certificate verified for " << name << "): "
-          << httplib::to_string(res.error());
-      if (auto v = cli.get_openssl_verify_result(); v != 0) {
-        why << ": " << X509_verify_cert_error_string(v);
-      } else if (res.error() == httplib::Error::SSLServerVerification) {
-        why << ": the serving certificate is not valid for " << name << " (use --server-name)";
-      } else if (res.error() == httplib::Error::Connection || res.error() == httplib::Error::ConnectionTimeout) {
-        why << ": " << no_endpoint_hint(url.host);
-      }
-      return fail(why.str());
-    }
+    if (!res) return fail(unreachable(a, url, name, res.error(), cli.get_openssl_verify_result()));
     if (res->status != 200) {
       std::cerr << where << " -> HTTP " << res->status << ": " << res->body << "\n";
       code = kExitFindings;
@@ -196,15 +227,7 @@ int run_review(const ReviewArgs& a) {
                                         : json(nullptr);
     const bool allowed = resp.value("allowed", false);
     const json warnings = resp.value("warnings", json::array());
-    std::string decision = !allowed ? "denied" : "allowed unchanged";
-    if (allowed && patch.is_array()) {
-      decision = "patched";
-      json patched = pod.patch(patch);  // what the API server would store
-      const json vols = patched.contains("spec") ? patched["spec"].value("volumes", json::array()) : json::array();
-      for (const auto& v : vols.is_array() ? vols : json::array())
-        if (v.is_object() && v.value("name", "") == "shmguard-dshm" && v.contains("emptyDir"))
-          decision = "patched: /dev/shm " + v["emptyDir"].value("sizeLimit", std::string("?"));
-    }
+    const std::string decision = decision_of(pod, allowed, patch);
     if (!allowed) code = kExitFindings;
     if (a.expect_injected && decision.rfind("patched: /dev/shm", 0) != 0) {
       std::cerr << where << " -> expected an injected /dev/shm, got: " << decision << "\n";
