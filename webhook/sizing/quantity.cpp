@@ -47,108 +47,112 @@ ParsedQuantity fail(std::string why) {
 
 }  // namespace
 
-ParsedQuantity parse_quantity(std::string_view text) {
-  if (text.empty()) return fail("empty quantity");
-  if (text.size() > 64) return fail("quantity longer than 64 characters");
-  std::size_t i = 0;
-  bool negative = false;
-  if (text[i] == '+' || text[i] == '-') {
-    negative = text[i] == '-';
-    ++i;
-  }
-  // Number: digits, optional '.', digits (at least one digit overall).
-  u128 mantissa = 0;
-  bool sat = false;
-  int digits = 0;
-  int frac_digits = 0;
+namespace {
+
+// The decimal number at the front of a quantity: digits with at most one '.'.
+struct Mantissa {
+  u128 value = 0;
+  int digits = 0, frac_digits = 0;
+  bool saturated = false, nonzero = false;
+  std::size_t end = 0;  // where the suffix starts
+  std::string error;
+};
+
+Mantissa read_mantissa(std::string_view text, std::size_t i) {
+  Mantissa m;
   bool seen_dot = false;
-  bool nonzero = false;
   for (; i < text.size(); ++i) {
     char c = text[i];
     if (c == '.') {
-      if (seen_dot) return fail("more than one decimal point");
+      if (seen_dot) m.error = "more than one decimal point";
       seen_dot = true;
       continue;
     }
     if (c < '0' || c > '9') break;
-    ++digits;
-    if (c != '0') nonzero = true;
-    if (mantissa < (static_cast<u128>(1) << 96)) {
-      mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
-      if (seen_dot) ++frac_digits;
+    ++m.digits;
+    if (c != '0') m.nonzero = true;
+    if (m.value < (static_cast<u128>(1) << 96)) {
+      m.value = m.value * 10 + static_cast<unsigned>(c - '0');
+      if (seen_dot) ++m.frac_digits;
     } else if (!seen_dot) {
-      // Too many integer digits to track exactly: the value is enormous anyway.
-      sat = true;
+      m.saturated = true;  // too many integer digits to track exactly: the value is enormous anyway
     }
   }
-  if (digits == 0) return fail("no digits");
-  std::string_view rest = text.substr(i);
-  int base = 10;
-  int exp = 0;
-  // Suffixes first: "Ei" and "E" are units, not exponents.
-  bool found = false;
+  m.end = i;
+  if (m.error.empty() && m.digits == 0) m.error = "no digits";
+  return m;
+}
+
+// The suffix: a unit ("Ki", "G"; "Ei" and "E" are units, not exponents) or an exponent ("e9").
+// False with `why` for anything else.
+bool read_suffix(std::string_view rest, int& base, int& exp, std::string& why) {
   for (const auto& s : kSuffixes) {
     if (rest == s.text) {
       base = s.base;
       exp = s.exp;
-      found = true;
-      break;
+      return true;
     }
   }
-  if (!found && !rest.empty() && (rest[0] == 'e' || rest[0] == 'E')) {
-    std::size_t j = 1;
-    bool eneg = false;
-    if (j < rest.size() && (rest[j] == '+' || rest[j] == '-')) {
-      eneg = rest[j] == '-';
-      ++j;
-    }
-    if (j == rest.size()) return fail("exponent without digits");
-    int e = 0;
-    for (; j < rest.size(); ++j) {
-      if (rest[j] < '0' || rest[j] > '9') return fail("invalid exponent");
-      e = e * 10 + (rest[j] - '0');
-      if (e > 100) return fail("exponent out of range");
-    }
-    exp = eneg ? -e : e;
-    found = true;
+  if (rest.empty() || (rest[0] != 'e' && rest[0] != 'E')) {
+    why = "unknown suffix \"" + std::string(rest) + "\" (use Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent)";
+    return false;
   }
-  if (!found) {
-    return fail("unknown suffix \"" + std::string(rest) +
-                "\" (use Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent)");
+  std::size_t j = 1;
+  const bool neg = j < rest.size() && rest[j] == '-';
+  if (j < rest.size() && (rest[j] == '+' || rest[j] == '-')) ++j;
+  if (j == rest.size()) return why = "exponent without digits", false;
+  int e = 0;
+  for (; j < rest.size(); ++j) {
+    if (rest[j] < '0' || rest[j] > '9') return why = "invalid exponent", false;
+    e = e * 10 + (rest[j] - '0');
+    if (e > 100) return why = "exponent out of range", false;
   }
+  base = 10;
+  exp = neg ? -e : e;
+  return true;
+}
 
-  ParsedQuantity q;
-  q.ok = true;
-  if (negative && nonzero) {
-    q.negative = true;
-    return q;
-  }
-  // value = mantissa * 10^-frac * base^exp; compute num/den and round up.
-  u128 num = mantissa;
+// mantissa x 10^-frac x base^exp in bytes, rounded up; saturated past 2^63 - 1.
+void to_bytes(const Mantissa& m, int base, int exp, ParsedQuantity& q) {
+  bool sat = m.saturated;
+  u128 num = m.value;
   u128 den = 1;
-  int e10 = -frac_digits;
-  if (base == 10) {
-    e10 += exp;
-  } else {
-    num = sat_mul(num, pow_of(2, exp, sat), sat);
-  }
+  int e10 = -m.frac_digits;
+  if (base == 10) e10 += exp;
+  else num = sat_mul(num, pow_of(2, exp, sat), sat);
   if (e10 >= 0) {
     num = sat_mul(num, pow_of(10, e10, sat), sat);
   } else if (-e10 > 36) {
-    // Denominator beyond any mantissa we track: a non-zero value is below one byte.
-    num = nonzero ? 1 : 0;
+    num = m.nonzero ? 1 : 0;  // a denominator beyond any tracked mantissa: a non-zero value is below one byte
   } else {
     bool dsat = false;
     den = pow_of(10, -e10, dsat);
   }
-  u128 value = sat ? kCap : (num + den - 1) / den;
+  const u128 value = sat ? kCap : (num + den - 1) / den;
   constexpr u128 kMax63 = (static_cast<u128>(1) << 63) - 1;
-  if (sat || value > kMax63) {
-    q.saturated = true;
-    q.bytes = static_cast<std::uint64_t>(kMax63);
-  } else {
-    q.bytes = static_cast<std::uint64_t>(value);
+  q.saturated = sat || value > kMax63;
+  q.bytes = static_cast<std::uint64_t>(q.saturated ? kMax63 : value);
+}
+
+}  // namespace
+
+ParsedQuantity parse_quantity(std::string_view text) {
+  if (text.empty()) return fail("empty quantity");
+  if (text.size() > 64) return fail("quantity longer than 64 characters");
+  const bool signed_ = text[0] == '+' || text[0] == '-';
+  const bool negative = text[0] == '-';
+  const Mantissa m = read_mantissa(text, signed_ ? 1 : 0);
+  if (!m.error.empty()) return fail(m.error);
+  int base = 10, exp = 0;
+  std::string why;
+  if (!read_suffix(text.substr(m.end), base, exp, why)) return fail(why);
+  ParsedQuantity q;
+  q.ok = true;
+  if (negative && m.nonzero) {
+    q.negative = true;
+    return q;
   }
+  to_bytes(m, base, exp, q);
   return q;
 }
 
@@ -181,9 +185,6 @@ std::uint64_t Saturating::add(std::uint64_t a, std::uint64_t b) {
   return static_cast<std::uint64_t>(r);
 }
 
-}  // namespace shmguard::sizing
-
-namespace shmguard::sizing {
 std::string format_human(std::uint64_t bytes) {
   if (bytes < kKi || bytes % kKi == 0) return format_quantity(bytes);
   static constexpr std::array<std::pair<int, const char*>, 6> kUnits{{
@@ -198,6 +199,7 @@ std::string format_human(std::uint64_t bytes) {
   }
   return std::to_string(bytes);
 }
+
 std::optional<std::uint64_t> parse_count(std::string_view text) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
   constexpr std::uint64_t kLimit = 1ULL << 62;
