@@ -223,105 +223,99 @@ class Builder {
       }
       std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> ev_guard(&ev, yaml_event_delete);
       const int line = static_cast<int>(ev.start_mark.line) + 1;
+      bool ok = true;
       switch (ev.type) {
         case YAML_STREAM_END_EVENT:
           return true;
         case YAML_DOCUMENT_START_EVENT:
-          if (++documents > 1) {
-            err.message = "more than one document in a section (use a \"---\" line between documents)";
-            err.line = line;
-            return false;
-          }
+          if (++documents > 1) ok = fail(err, "more than one document in a section (use a \"---\" line between documents)", line);
           break;
-        case YAML_SCALAR_EVENT: {
-          YamlNode* n = doc_.make(YamlNode::Kind::kScalar);
-          n->line = line;
-          place(n, ev);
-          n->value.assign(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
-          if (ev.data.scalar.tag) n->tag = reinterpret_cast<const char*>(ev.data.scalar.tag);
-          switch (ev.data.scalar.style) {
-            case YAML_SINGLE_QUOTED_SCALAR_STYLE: n->style = ScalarStyle::kSingle; break;
-            case YAML_DOUBLE_QUOTED_SCALAR_STYLE: n->style = ScalarStyle::kDouble; break;
-            case YAML_LITERAL_SCALAR_STYLE: n->style = ScalarStyle::kLiteral; break;
-            case YAML_FOLDED_SCALAR_STYLE: n->style = ScalarStyle::kFolded; break;
-            default: n->style = ScalarStyle::kPlain; break;
-          }
-          if (n->value.empty() && n->style == ScalarStyle::kPlain && !stack_.empty()) {
-            // An implicit null ("key:" and nothing) takes the mark of whatever follows, which
-            // may be lines away; it really sits right after its key.
-            n->start = n->end = stack_.back().last_end;
-            n->line = stack_.back().last_line;
-          }
-          n->height = 0;
-          anchor(ev.data.scalar.anchor, n);
-          if (!attach(n, err)) return false;
-          note_end(n->end, n->line);
-          break;
-        }
+        case YAML_SCALAR_EVENT: ok = on_scalar(ev, line, err); break;
         case YAML_SEQUENCE_START_EVENT:
-        case YAML_MAPPING_START_EVENT: {
-          bool seq = ev.type == YAML_SEQUENCE_START_EVENT;
-          if (stack_.size() + 1 > kMaxNesting) {
-            err.message = kNestingError;
-            err.line = line;
-            err.limit = true;
-            return false;
-          }
-          YamlNode* n = doc_.make(seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap);
-          n->line = line;
-          place(n, ev);
-          n->flow = seq ? ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE
-                        : ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
-          const yaml_char_t* tag = seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag;
-          if (tag) n->tag = reinterpret_cast<const char*>(tag);
-          anchor(seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor, n);
-          if (!attach(n, err)) return false;
-          stack_.push_back({n, nullptr, n->start, n->line});
-          break;
-        }
+        case YAML_MAPPING_START_EVENT: ok = on_collection_start(ev, line, err); break;
         case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT: {
-          YamlNode* n = stack_.back().node;
-          if (n->flow) {
-            n->end = ev.end_mark.index;
-          } else {
-            n->end = stack_.back().last_end;
-          }
-          int end_line = n->flow ? static_cast<int>(ev.end_mark.line) + 1 : stack_.back().last_line;
-          n->height = 1;
-          for (const YamlNode* c : n->items) n->height = std::max(n->height, c->height + 1);
-          for (const auto& [k, v] : n->pairs) n->height = std::max(n->height, v->height + 1);
-          stack_.pop_back();
-          note_end(n->end, end_line);
-          break;
-        }
-        case YAML_ALIAS_EVENT: {
-          auto it = anchors_.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
-          if (it == anchors_.end()) {
-            err.message = "unknown alias";
-            err.line = line;
-            return false;
-          }
-          doc_.has_aliases = true;
-          if (it->second->height < 0 || stack_.size() + static_cast<std::size_t>(it->second->height) > kMaxNesting) {
-            // An alias inside the node it names would expand without end.
-            err.message = it->second->height < 0 ? "an alias inside the node it refers to (a recursive structure)"
-                                                 : std::string(kNestingError) + " (alias expanded)";
-            err.line = line;
-            err.limit = true;
-            return false;
-          }
-          if (!attach(it->second, err)) return false;
-          note_end(ev.end_mark.index, static_cast<int>(ev.end_mark.line) + 1);
-          break;
-        }
-        default:
-          break;
+        case YAML_MAPPING_END_EVENT: on_collection_end(ev); break;
+        case YAML_ALIAS_EVENT: ok = on_alias(ev, line, err); break;
+        default: break;
       }
+      if (!ok) return false;
     }
   }
 
  private:
+  static bool fail(YamlError& err, std::string message, int line, bool limit = false) {
+    err.message = std::move(message);
+    err.line = line;
+    err.limit = limit;
+    return false;
+  }
+
+  bool on_scalar(const yaml_event_t& ev, int line, YamlError& err) {
+    YamlNode* n = doc_.make(YamlNode::Kind::kScalar);
+    n->line = line;
+    place(n, ev);
+    n->value.assign(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
+    if (ev.data.scalar.tag) n->tag = reinterpret_cast<const char*>(ev.data.scalar.tag);
+    switch (ev.data.scalar.style) {
+      case YAML_SINGLE_QUOTED_SCALAR_STYLE: n->style = ScalarStyle::kSingle; break;
+      case YAML_DOUBLE_QUOTED_SCALAR_STYLE: n->style = ScalarStyle::kDouble; break;
+      case YAML_LITERAL_SCALAR_STYLE: n->style = ScalarStyle::kLiteral; break;
+      case YAML_FOLDED_SCALAR_STYLE: n->style = ScalarStyle::kFolded; break;
+      default: n->style = ScalarStyle::kPlain; break;
+    }
+    if (n->value.empty() && n->style == ScalarStyle::kPlain && !stack_.empty()) {
+      // An implicit null ("key:" and nothing) takes the mark of whatever follows, which may be
+      // lines away; it really sits right after its key.
+      n->start = n->end = stack_.back().last_end;
+      n->line = stack_.back().last_line;
+    }
+    n->height = 0;
+    anchor(ev.data.scalar.anchor, n);
+    if (!attach(n, err)) return false;
+    note_end(n->end, n->line);
+    return true;
+  }
+
+  bool on_collection_start(const yaml_event_t& ev, int line, YamlError& err) {
+    const bool seq = ev.type == YAML_SEQUENCE_START_EVENT;
+    if (stack_.size() + 1 > kMaxNesting) return fail(err, kNestingError, line, true);
+    YamlNode* n = doc_.make(seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap);
+    n->line = line;
+    place(n, ev);
+    n->flow = seq ? ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE
+                  : ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
+    const yaml_char_t* tag = seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag;
+    if (tag) n->tag = reinterpret_cast<const char*>(tag);
+    anchor(seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor, n);
+    if (!attach(n, err)) return false;
+    stack_.push_back({n, nullptr, n->start, n->line});
+    return true;
+  }
+
+  void on_collection_end(const yaml_event_t& ev) {
+    YamlNode* n = stack_.back().node;
+    n->end = n->flow ? ev.end_mark.index : stack_.back().last_end;
+    const int end_line = n->flow ? static_cast<int>(ev.end_mark.line) + 1 : stack_.back().last_line;
+    n->height = 1;
+    for (const YamlNode* c : n->items) n->height = std::max(n->height, c->height + 1);
+    for (const auto& [k, v] : n->pairs) n->height = std::max(n->height, v->height + 1);
+    stack_.pop_back();
+    note_end(n->end, end_line);
+  }
+
+  bool on_alias(const yaml_event_t& ev, int line, YamlError& err) {
+    auto it = anchors_.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
+    if (it == anchors_.end()) return fail(err, "unknown alias", line);
+    doc_.has_aliases = true;
+    // An alias inside the node it names would expand without end; nesting counts expanded.
+    if (it->second->height < 0) return fail(err, "an alias inside the node it refers to (a recursive structure)", line, true);
+    if (stack_.size() + static_cast<std::size_t>(it->second->height) > kMaxNesting)
+      return fail(err, std::string(kNestingError) + " (alias expanded)", line, true);
+    if (!attach(it->second, err)) return false;
+    note_end(ev.end_mark.index, static_cast<int>(ev.end_mark.line) + 1);
+    return true;
+  }
+
   struct Frame {
     YamlNode* node;
     YamlNode* pending_key;
