@@ -343,6 +343,134 @@ int run_serve(server::ServeOptions opts, const std::string& log_level) {
 }  // namespace
 
 namespace {
+
+// Every subcommand's flags, parsed into these.
+struct Commands {
+  server::ServeOptions so;
+  std::string log_level = "info";
+  ManifestArgs ma, ca;
+  SizeArgs sa;
+  ReviewArgs ra;
+  ObserveArgs oa;
+  std::string fn_config;
+  CLI::App *serve = nullptr, *mutate = nullptr, *check = nullptr, *size = nullptr, *review = nullptr,
+           *observe = nullptr, *fn = nullptr, *version = nullptr;
+};
+
+void add_serve(CLI::App& app, Commands& c) {
+  c.serve = app.add_subcommand("serve", "Run the admission webhook (HTTPS) and the metrics listener");
+  c.serve->add_option("--tls-cert-file", c.so.cert_file, "PEM serving certificate (chain)")->required();
+  c.serve->add_option("--tls-private-key-file", c.so.key_file, "PEM private key")->required();
+  c.serve->add_option("--config", c.so.config_file, "YAML config file (re-read on change)");
+  c.serve->add_option("--port", c.so.port, "HTTPS port for /mutate, /healthz, /readyz (0: any)")->capture_default_str();
+  c.serve->add_option("--metrics-port", c.so.metrics_port, "plain HTTP port for /metrics, /healthz, /readyz (-1: off)")
+      ->capture_default_str();
+  c.serve->add_option("--bind-address", c.so.bind_address, "address to listen on")->capture_default_str();
+  c.serve->add_option("--tls-min-version", c.so.tls_min_version, "1.2 or 1.3")->capture_default_str();
+  c.serve->add_option("--log-level", c.log_level, "debug, info, warn or error")->capture_default_str();
+  c.serve->add_option("--threads", c.so.loop.threads, "event-loop threads (0: one per core)")->capture_default_str();
+  c.serve->add_option("--shutdown-delay-ms", c.so.shutdown_delay_ms, "how long to keep serving after SIGTERM with readiness false")
+      ->capture_default_str();
+  c.serve->add_option("--reload-interval-ms", c.so.reload_interval_ms, "how often certificate and config files are checked")
+      ->capture_default_str();
+  c.serve->add_option("--idle-timeout-ms", c.so.loop.idle_timeout_ms, "how long a keep-alive connection may wait between requests")
+      ->capture_default_str();
+  c.serve->add_option("--max-body-bytes", c.so.loop.max_body_bytes, "largest request body (larger: 413)")->capture_default_str();
+  c.serve->add_option("--request-timeout-ms", c.so.loop.request_timeout_ms, "deadline for the TLS handshake and a whole request")
+      ->capture_default_str();
+}
+
+void add_mutate_and_check(CLI::App& app, Commands& c) {
+  c.ma.output = "yaml";
+  c.ca.output = "text";
+  c.mutate = app.add_subcommand("mutate", "Print manifests with /dev/shm injected into training pod templates");
+  c.mutate->add_option("-f,--filename,files", c.ma.files, "file, directory or - for stdin (repeatable; default: stdin)");
+  c.mutate->add_option("-o,--output", c.ma.output, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
+  c.mutate->add_flag("-i,--in-place", c.ma.in_place,
+                   "rewrite the files that change (through symlinks, keeping owner, mode and hard links); leave the rest untouched");
+  c.mutate->add_flag("--allow-reformat", c.ma.allow_reformat,
+                   "when templates sharing a YAML anchor need different edits, re-emit the document (comments lost, anchor expanded) instead of failing");
+  c.mutate->add_option("--exclude", c.ma.excludes, "skip files whose path or name matches this glob (repeatable)");
+  c.mutate->add_option("--config", c.ma.config_file, "YAML config file");
+  c.check = app.add_subcommand("check", "Exit 1 if a training pod template lacks the /dev/shm it needs");
+  c.check->add_option("-f,--filename,files", c.ca.files, "file, directory or - for stdin (repeatable)")->required();
+  c.check->add_option("-o,--output", c.ca.output, "text, json, junit, sarif or github")
+      ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}));
+  c.check->add_option("--fail-on", c.ca.fail_on, "findings that fail the run: missing,too-small,stale,warning,rejected or none")
+      ->capture_default_str();
+  c.check->add_option("--exclude", c.ca.excludes, "skip files whose path or name matches this glob (repeatable)");
+  c.check->add_flag("--skip-invalid", c.ca.skip_invalid, "report and skip files that are not Kubernetes manifests");
+  c.check->add_option("--config", c.ca.config_file, "YAML config file");
+}
+
+void add_size_and_review(CLI::App& app, Commands& c) {
+  c.size = app.add_subcommand("size", "Compute the /dev/shm size for DataLoader parameters");
+  c.size->add_option("--batch-size", c.sa.batch, "samples per batch, per process")->required()->type_name("UINT");
+  c.size->add_option("--num-workers", c.sa.workers, "DataLoader num_workers, per process")->required()->type_name("UINT");
+  c.size->add_option("--sample-size", c.sa.sample, "bytes per sample (a quantity, e.g. 588Ki)")->required()->type_name("QUANTITY");
+  c.size->add_option("--prefetch-factor", c.sa.prefetch, "DataLoader prefetch_factor (default from config)")->type_name("UINT");
+  c.size->add_option("--procs-per-pod", c.sa.procs, "processes with their own DataLoader")->type_name("UINT");
+  c.size->add_option("--memory-limit", c.sa.memory_limit, "the pod's memory limit (warns when exceeded)")->type_name("QUANTITY");
+  c.size->add_option("-o,--output", c.sa.output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c.size->add_option("--config", c.sa.config_file, "YAML config file");
+  c.review = app.add_subcommand("review", "Ask a running webhook what it does with each pod template of some manifests");
+  c.review->add_option("--server", c.ra.server, "webhook URL, https://host:port[/path] (path default /mutate)")->required();
+  c.review->add_option("--ca", c.ra.ca_file, "PEM CA the serving certificate must chain to")->required()->check(CLI::ExistingFile);
+  c.review->add_option("--server-name", c.ra.server_name, "name the certificate must be valid for (default: the URL's host)");
+  auto* files = c.review->add_option("-f,--filename", c.ra.files, "file, directory or - for stdin (repeatable)");
+  c.review->add_flag("--test-pod", c.ra.test_pod, "review a built-in PyTorch training pod (what `helm test` does)")
+      ->excludes(files);
+  c.review->add_flag("--expect-injected", c.ra.expect_injected, "exit 1 unless every answer injects /dev/shm");
+  c.review->add_option("-o,--output", c.ra.output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c.review->add_option("--timeout", c.ra.timeout_s, "seconds to connect, send and read")->capture_default_str();
+}
+
+void add_observe_fn_version(CLI::App& app, Commands& c) {
+  c.observe = app.add_subcommand("observe", "Run a command and measure the /dev/shm it uses; say how to annotate it");
+  c.observe->add_option("--shm-size", c.oa.shm_size, "run in a private tmpfs of this size at /dev/shm (root)")
+      ->type_name("QUANTITY");
+  c.observe->add_option("--interval-ms", c.oa.interval_ms, "sampling interval: shorter catches shorter peaks")
+      ->capture_default_str();
+  c.observe->add_option("-o,--output", c.oa.output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c.observe->add_option("--report", c.oa.report_file,
+                      "write the report to this file; - for stdout, which then gets no command output (it goes to stderr)");
+  c.observe->add_option("--batch-size", c.oa.batch, "the job's batch size: infer the sample size")->type_name("UINT");
+  c.observe->add_option("--num-workers", c.oa.workers, "the job's DataLoader num_workers")->type_name("UINT");
+  c.observe->add_option("--prefetch-factor", c.oa.prefetch, "the job's prefetch_factor (default from config)")->type_name("UINT");
+  c.observe->add_option("--procs-per-pod", c.oa.procs, "processes with their own DataLoader")->type_name("UINT");
+  c.observe->add_option("--config", c.oa.config_file, "YAML config file (headroom, min)");
+  c.observe->add_option("command", c.oa.command, "the command to run, after --")->required();
+  c.fn = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
+  c.fn->add_option("--config", c.fn_config, "YAML config file");
+  c.version = app.add_subcommand("version", "Print the version");
+}
+
+int dispatch(Commands& c) {
+  if (*c.version) {
+    std::cout << "shmguard " << SHMGUARD_VERSION << "\n";
+    return kExitOk;
+  }
+  if (*c.size) return run_size(c.sa);
+  if (*c.observe) return run_observe(c.oa);
+  if (*c.review) {
+    if (c.ra.files.empty() && !c.ra.test_pod) return fail("review: give -f FILE or --test-pod");
+    auto files = expand_inputs(c.ra.files);
+    if (!files) return fail(files.error());
+    c.ra.files = std::move(*files);
+    return run_review(c.ra);
+  }
+  if (*c.fn) {
+    config::Config cfg;
+    std::string err;
+    if (!load_config(c.fn_config, cfg, err)) return fail(err);
+    return run_krm_function(std::cin, std::cout, std::cerr, cfg);
+  }
+  if (*c.mutate) return run_mutate(c.ma);
+  if (*c.check) return run_check(c.ca);
+  if (*c.serve) return run_serve(c.so, c.log_level);
+  return kExitBadInput;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -353,97 +481,11 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", SHMGUARD_VERSION);
   app.footer(annotation_help());
-
-  server::ServeOptions so;
-  std::string log_level = "info";
-  auto* serve = app.add_subcommand("serve", "Run the admission webhook (HTTPS) and the metrics listener");
-  serve->add_option("--tls-cert-file", so.cert_file, "PEM serving certificate (chain)")->required();
-  serve->add_option("--tls-private-key-file", so.key_file, "PEM private key")->required();
-  serve->add_option("--config", so.config_file, "YAML config file (re-read on change)");
-  serve->add_option("--port", so.port, "HTTPS port for /mutate, /healthz, /readyz (0: any)")->capture_default_str();
-  serve->add_option("--metrics-port", so.metrics_port, "plain HTTP port for /metrics, /healthz, /readyz (-1: off)")
-      ->capture_default_str();
-  serve->add_option("--bind-address", so.bind_address, "address to listen on")->capture_default_str();
-  serve->add_option("--tls-min-version", so.tls_min_version, "1.2 or 1.3")->capture_default_str();
-  serve->add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
-  serve->add_option("--threads", so.loop.threads, "event-loop threads (0: one per core)")->capture_default_str();
-  serve->add_option("--shutdown-delay-ms", so.shutdown_delay_ms, "how long to keep serving after SIGTERM with readiness false")
-      ->capture_default_str();
-  serve->add_option("--reload-interval-ms", so.reload_interval_ms, "how often certificate and config files are checked")
-      ->capture_default_str();
-  serve->add_option("--idle-timeout-ms", so.loop.idle_timeout_ms, "how long a keep-alive connection may wait between requests")
-      ->capture_default_str();
-  serve->add_option("--max-body-bytes", so.loop.max_body_bytes, "largest request body (larger: 413)")->capture_default_str();
-  serve->add_option("--request-timeout-ms", so.loop.request_timeout_ms, "deadline for the TLS handshake and a whole request")
-      ->capture_default_str();
-
-  ManifestArgs ma, ca;
-  ma.output = "yaml";
-  ca.output = "text";
-  auto* mutate = app.add_subcommand("mutate", "Print manifests with /dev/shm injected into training pod templates");
-  mutate->add_option("-f,--filename,files", ma.files, "file, directory or - for stdin (repeatable; default: stdin)");
-  mutate->add_option("-o,--output", ma.output, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
-  mutate->add_flag("-i,--in-place", ma.in_place,
-                   "rewrite the files that change (through symlinks, keeping owner, mode and hard links); leave the rest untouched");
-  mutate->add_flag("--allow-reformat", ma.allow_reformat,
-                   "when templates sharing a YAML anchor need different edits, re-emit the document (comments lost, anchor expanded) instead of failing");
-  mutate->add_option("--exclude", ma.excludes, "skip files whose path or name matches this glob (repeatable)");
-  mutate->add_option("--config", ma.config_file, "YAML config file");
-  auto* check = app.add_subcommand("check", "Exit 1 if a training pod template lacks the /dev/shm it needs");
-  check->add_option("-f,--filename,files", ca.files, "file, directory or - for stdin (repeatable)")->required();
-  check->add_option("-o,--output", ca.output, "text, json, junit, sarif or github")
-      ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}));
-  check->add_option("--fail-on", ca.fail_on, "findings that fail the run: missing,too-small,stale,warning,rejected or none")
-      ->capture_default_str();
-  check->add_option("--exclude", ca.excludes, "skip files whose path or name matches this glob (repeatable)");
-  check->add_flag("--skip-invalid", ca.skip_invalid, "report and skip files that are not Kubernetes manifests");
-  check->add_option("--config", ca.config_file, "YAML config file");
-
-  SizeArgs sa;
-  auto* size = app.add_subcommand("size", "Compute the /dev/shm size for DataLoader parameters");
-  size->add_option("--batch-size", sa.batch, "samples per batch, per process")->required()->type_name("UINT");
-  size->add_option("--num-workers", sa.workers, "DataLoader num_workers, per process")->required()->type_name("UINT");
-  size->add_option("--sample-size", sa.sample, "bytes per sample (a quantity, e.g. 588Ki)")->required()->type_name("QUANTITY");
-  size->add_option("--prefetch-factor", sa.prefetch, "DataLoader prefetch_factor (default from config)")->type_name("UINT");
-  size->add_option("--procs-per-pod", sa.procs, "processes with their own DataLoader")->type_name("UINT");
-  size->add_option("--memory-limit", sa.memory_limit, "the pod's memory limit (warns when exceeded)")->type_name("QUANTITY");
-  size->add_option("-o,--output", sa.output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  size->add_option("--config", sa.config_file, "YAML config file");
-
-  ReviewArgs ra;
-  auto* review = app.add_subcommand("review", "Ask a running webhook what it does with each pod template of some manifests");
-  review->add_option("--server", ra.server, "webhook URL, https://host:port[/path] (path default /mutate)")->required();
-  review->add_option("--ca", ra.ca_file, "PEM CA the serving certificate must chain to")->required()->check(CLI::ExistingFile);
-  review->add_option("--server-name", ra.server_name, "name the certificate must be valid for (default: the URL's host)");
-  auto* review_files = review->add_option("-f,--filename", ra.files, "file, directory or - for stdin (repeatable)");
-  review->add_flag("--test-pod", ra.test_pod, "review a built-in PyTorch training pod (what `helm test` does)")
-      ->excludes(review_files);
-  review->add_flag("--expect-injected", ra.expect_injected, "exit 1 unless every answer injects /dev/shm");
-  review->add_option("-o,--output", ra.output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  review->add_option("--timeout", ra.timeout_s, "seconds to connect, send and read")->capture_default_str();
-
-  ObserveArgs oa;
-  auto* observe = app.add_subcommand("observe", "Run a command and measure the /dev/shm it uses; say how to annotate it");
-  observe->add_option("--shm-size", oa.shm_size, "run in a private tmpfs of this size at /dev/shm (root)")
-      ->type_name("QUANTITY");
-  observe->add_option("--interval-ms", oa.interval_ms, "sampling interval: shorter catches shorter peaks")
-      ->capture_default_str();
-  observe->add_option("-o,--output", oa.output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  observe->add_option("--report", oa.report_file,
-                      "write the report to this file; - for stdout, which then gets no command output (it goes to stderr)");
-  observe->add_option("--batch-size", oa.batch, "the job's batch size: infer the sample size")->type_name("UINT");
-  observe->add_option("--num-workers", oa.workers, "the job's DataLoader num_workers")->type_name("UINT");
-  observe->add_option("--prefetch-factor", oa.prefetch, "the job's prefetch_factor (default from config)")->type_name("UINT");
-  observe->add_option("--procs-per-pod", oa.procs, "processes with their own DataLoader")->type_name("UINT");
-  observe->add_option("--config", oa.config_file, "YAML config file (headroom, min)");
-  observe->add_option("command", oa.command, "the command to run, after --")->required();
-
-  std::string fn_config;
-  auto* fn = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
-  fn->add_option("--config", fn_config, "YAML config file");
-
-  auto* version = app.add_subcommand("version", "Print the version");
-
+  Commands c;
+  add_serve(app, c);
+  add_mutate_and_check(app, c);
+  add_size_and_review(app, c);
+  add_observe_fn_version(app, c);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -451,32 +493,10 @@ int run(int argc, char** argv) {
     return code == 0 ? 0 : kExitBadInput;
   }
   try {
-    if (*version) {
-      std::cout << "shmguard " << SHMGUARD_VERSION << "\n";
-      return kExitOk;
-    }
-    if (*size) return run_size(sa);
-    if (*observe) return run_observe(oa);
-    if (*review) {
-      if (ra.files.empty() && !ra.test_pod) return fail("review: give -f FILE or --test-pod");
-      auto files = expand_inputs(ra.files);
-      if (!files) return fail(files.error());
-      ra.files = std::move(*files);
-      return run_review(ra);
-    }
-    if (*fn) {
-      config::Config cfg;
-      std::string err;
-      if (!load_config(fn_config, cfg, err)) return fail(err);
-      return run_krm_function(std::cin, std::cout, std::cerr, cfg);
-    }
-    if (*mutate) return run_mutate(ma);
-    if (*check) return run_check(ca);
-    if (*serve) return run_serve(so, log_level);
+    return dispatch(c);
   } catch (const std::exception& e) {
     return fail(std::string("unexpected error: ") + e.what());
   }
-  return kExitBadInput;
 }
 
 }  // namespace shmguard::cli
