@@ -216,3 +216,21 @@ def test_annotation_table_readme_and_help_agree():
         if len(cells) == 3 and cells[0].startswith("`shmguard.io/"):
             from_readme[cells[0].strip("`")] = cells[1]
     assert from_help and from_readme == from_help
+
+
+def test_review_names_the_missing_endpoints_when_nothing_answers(tmp_path):
+    """What `helm test` prints when the webhook's Service has no ready pod: where to look, and what
+    failurePolicy Ignore does meanwhile."""
+    ca = tmp_path / "ca.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", str(tmp_path / "ca.key"), "-out", str(ca), "-days", "1", "-subj", "/CN=t"],
+                   check=True, capture_output=True)
+    r = subprocess.run([BIN, "review", "--server", "https://127.0.0.1:1/mutate", "--ca", str(ca),
+                        "--server-name", "shmguard.team-a.svc", "--test-pod", "--timeout", "2"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "nothing answers there" in r.stderr and "failurePolicy Ignore admits every pod" in r.stderr, r.stderr
+    assert "`kubectl -n team-a get endpoints shmguard`" in r.stderr, r.stderr  # named for the Service
+    r = subprocess.run([BIN, "review", "--server", "https://shmguard.team-a.svc:1/mutate", "--ca", str(ca),
+                        "--test-pod", "--timeout", "2"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "`kubectl -n team-a get endpoints shmguard`" in r.stderr, r.stderr

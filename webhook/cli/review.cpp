@@ -109,16 +109,17 @@ spec:
     image: pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime
 )";
 
-// What a refused connection to a Service usually means, and where to look.
-std::string no_endpoint_hint(const std::string& host) {
-  std::string svc = host, ns;
-  if (auto dot = host.find('.'); dot != std::string::npos) {
-    svc = host.substr(0, dot);
-    ns = host.substr(dot + 1, host.find('.', dot + 1) - dot - 1);
+// What a refused connection to a Service usually means, and where to look. `name` is the name
+// the certificate is checked for: for the chart's webhook, <service>.<namespace>.svc.
+std::string no_endpoint_hint(const std::string& name) {
+  std::string where = "`kubectl get endpoints` lists the webhook's ready pods";
+  if (auto svc = name.find(".svc"); svc != std::string::npos && name.find('.') < svc) {
+    const auto dot = name.find('.');
+    where = "`kubectl -n " + name.substr(dot + 1, svc - dot - 1) + " get endpoints " + name.substr(0, dot) +
+            "` lists its ready pods";
   }
-  return "nothing answers there. If this is the webhook's Service, it has no ready pod: `kubectl" +
-         (ns.empty() ? std::string() : " -n " + ns) + " get endpoints " + svc +
-         "` lists them, `kubectl get pods` shows why (image not pulled, crash-looping on its config). "
+  return "nothing answers there. If this is the webhook's Service, it has no ready pod: " + where +
+         ", `kubectl get pods` shows why (image not pulled, crash-looping on its config). "
          "Until one is ready, failurePolicy Ignore admits every pod without /dev/shm";
 }
 
@@ -152,7 +153,7 @@ bool collect(const ReviewArgs& a, manifests::OfflineRunner& runner, std::string&
 }
 
 // Why no answer came, with the hint that fits the error.
-std::string unreachable(const ReviewArgs& a, const Url& url, const std::string& name, httplib::Error e,
+std::string unreachable(const ReviewArgs& a, const std::string& name, httplib::Error e,
                         long verify_result) {
   std::ostringstream why;
   why << "cannot reach " << a.server << " (certificate verified for " << name << "): " << httplib::to_string(e);
@@ -160,7 +161,7 @@ std::string unreachable(const ReviewArgs& a, const Url& url, const std::string& 
   else if (e == httplib::Error::SSLServerVerification)
     why << ": the serving certificate is not valid for " << name << " (use --server-name)";
   else if (e == httplib::Error::Connection || e == httplib::Error::ConnectionTimeout)
-    why << ": " << no_endpoint_hint(url.host);
+    why << ": " << no_endpoint_hint(name);
   return why.str();
 }
 
@@ -215,7 +216,7 @@ int run_review(const ReviewArgs& a) {
                         "application/json");
     const std::string where = r.file + ":" + std::to_string(r.line) + " " + (r.kind.empty() ? "?" : r.kind) + "/" +
                               (r.name.empty() ? "?" : r.name) + " " + r.path;
-    if (!res) return fail(unreachable(a, url, name, res.error(), cli.get_openssl_verify_result()));
+    if (!res) return fail(unreachable(a, name, res.error(), cli.get_openssl_verify_result()));
     if (res->status != 200) {
       std::cerr << where << " -> HTTP " << res->status << ": " << res->body << "\n";
       code = kExitFindings;
