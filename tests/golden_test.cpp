@@ -47,6 +47,19 @@ config::Config config_for(const std::string& name) {
   return (*r);
 }
 
+// What `shmguard mutate` makes of `input`: the output and the runner with its reports.
+struct Offline {
+  std::ostringstream out;
+  manifests::OfflineRunner runner;
+  Offline(const config::Config& cfg, const std::string& name, const std::string& input)
+      : runner(cfg, manifests::OutputFormat::kYaml, out) {
+    std::istringstream in(input);
+    std::string err;
+    EXPECT_TRUE(runner.process(name + ".yaml", in, err)) << err;
+    runner.finish();
+  }
+};
+
 class Golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Golden, OfflineAndWebhookAgreeWithGolden) {
@@ -55,12 +68,9 @@ TEST_P(Golden, OfflineAndWebhookAgreeWithGolden) {
   const std::string input = test::read_file(kDir / (name + ".yaml"));
 
   // Offline path.
-  std::ostringstream out;
-  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
-  std::istringstream in(input);
-  std::string err;
-  ASSERT_TRUE(runner.process(name + ".yaml", in, err)) << err;
-  runner.finish();
+  Offline offline(cfg, name, input);
+  const auto& runner = offline.runner;
+  const auto& out = offline.out;
   ASSERT_EQ(runner.reports().size(), 1u) << "a golden case holds exactly one pod";
   const auto& report = runner.reports()[0];
 
@@ -132,12 +142,9 @@ TEST_P(OwnerGolden, OfflineReadsTheOwnerAndTheWebhookAgrees) {
   const std::string name = GetParam();
   const config::Config cfg;
   const std::string input = test::read_file(kDir / "owners" / (name + ".yaml"));
-  std::ostringstream out;
-  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
-  std::istringstream in(input);
-  std::string err;
-  ASSERT_TRUE(runner.process(name + ".yaml", in, err)) << err;
-  runner.finish();
+  Offline offline(cfg, name, input);
+  const auto& runner = offline.runner;
+  const auto& out = offline.out;
   std::string actual;
   for (const auto& r : runner.reports()) {
     actual += "# " + r.path + ": " + r.decision_text(true) + "\n";

@@ -73,17 +73,22 @@ def to_bytes(quantity):
     return int(quantity)
 
 
-def run_workload(shm_bytes, batch, workers, sample, prefetch, procs):
-    cmd = (f"mount -t tmpfs -o size={shm_bytes} tmpfs /dev/shm && exec {PYTHON} {WORKLOAD} "
-           f"--batch-size {batch} --num-workers {workers} --sample-size {sample} "
-           f"--prefetch-factor {prefetch} --procs {procs} --steps 16 --step-seconds 0.25")
-    r = subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, timeout=240)
+def run_in_private_shm(shm_bytes, workload_args, timeout=240):
+    """The DataLoader workload in a private tmpfs of `shm_bytes` at /dev/shm, as a pod with that
+    sizeLimit has it: (exit code, peak /dev/shm bytes or None, stderr)."""
+    cmd = f"mount -t tmpfs -o size={shm_bytes} tmpfs /dev/shm && exec {PYTHON} {WORKLOAD} {workload_args}"
+    r = subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, timeout=timeout)
     out = r.stdout.decode(errors="replace")
     peak = None
     for line in out.splitlines():
         if line.startswith('{"peak_shm_bytes"'):
             peak = json.loads(line)["peak_shm_bytes"]
     return r.returncode, peak, r.stderr.decode(errors="replace")
+
+
+def run_workload(shm_bytes, batch, workers, sample, prefetch, procs):
+    return run_in_private_shm(shm_bytes, f"--batch-size {batch} --num-workers {workers} --sample-size {sample} "
+                                         f"--prefetch-factor {prefetch} --procs {procs} --steps 16 --step-seconds 0.25")
 
 
 @pytest.fixture(scope="module")

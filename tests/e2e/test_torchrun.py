@@ -9,18 +9,14 @@ CPU, rendezvous on loopback) then runs the repo's DataLoader workload in each ra
 Needs root and unshare(1); skipped with the reason otherwise."""
 import json
 import subprocess
-from pathlib import Path
 
 import jsonpatch
 import pytest
 import yaml
 
 from conftest import BIN, SRC, Server, decode_patch, gen_certs, review
-from test_pytorch import SKIP, to_bytes
+from test_pytorch import SKIP, run_in_private_shm, to_bytes
 
-HERE = Path(__file__).resolve().parent
-WORKLOAD = HERE / "dataloader_workload.py"
-PYTHON = "/usr/bin/python3"
 JOB = SRC / "tests" / "golden" / "owners" / "pytorchjob-cpu-demo.yaml"
 MI = 1 << 20
 
@@ -36,17 +32,10 @@ def check_json(path):
 
 def run_torchrun(shm_bytes, nproc, ann):
     # A slow training step (1 s) so that every prefetch slot of every rank fills even on a busy machine.
-    cmd = (f"mount -t tmpfs -o size={shm_bytes} tmpfs /dev/shm && exec {PYTHON} {WORKLOAD} "
-           f"--batch-size {ann['shmguard.io/batch-size']} --num-workers {ann['shmguard.io/num-workers']} "
-           f"--sample-size {to_bytes(ann['shmguard.io/sample-size'])} --torchrun {nproc} "
-           f"--steps 12 --step-seconds 1.0")
-    r = subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, timeout=300)
-    out = r.stdout.decode(errors="replace")
-    peak = None
-    for line in out.splitlines():
-        if line.startswith('{"peak_shm_bytes"'):
-            peak = json.loads(line)["peak_shm_bytes"]
-    return r.returncode, peak, r.stderr.decode(errors="replace")
+    return run_in_private_shm(shm_bytes, f"--batch-size {ann['shmguard.io/batch-size']} "
+                                         f"--num-workers {ann['shmguard.io/num-workers']} "
+                                         f"--sample-size {to_bytes(ann['shmguard.io/sample-size'])} "
+                                         f"--torchrun {nproc} --steps 12 --step-seconds 1.0", timeout=300)
 
 
 def test_cpu_demo_pytorchjob_is_sized_for_the_processes_torchrun_starts(tmp_path):
