@@ -11,10 +11,12 @@ Prints one JSON line {"peak_shm_bytes": ...} and exits 0 when every process fini
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
+import uuid
 
 
 def shm_used():
@@ -57,11 +59,20 @@ def loader_main(args):
     print(json.dumps({"checksum": checksum}), flush=True)
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def torchrun_command(args, child_args):
     # torch 1.13 under Python 3.11 (Debian 12) cannot parse torchrun's default --redirects/--tee "0"
     # (enum.IntFlag no longer iterates NONE, so Std.from_str returns None); a per-rank mapping
     # parses. Rank 0's stdout is teed, the other ranks' streams are inherited as usual.
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+    # --standalone would put the rendezvous on the fixed port 29400, where two runs at once collide
+    # (RendezvousConnectionError): the same c10d rendezvous on a free loopback port instead.
+    return [sys.executable, "-m", "torch.distributed.run", "--rdzv_backend", "c10d",
+            "--rdzv_endpoint", f"127.0.0.1:{free_port()}", "--rdzv_id", str(uuid.uuid4()), "--nnodes", "1",
             "--nproc_per_node", str(args.torchrun), "--redirects", "0:1", "--tee", "0:1",
             __file__, "--child"] + child_args
 
