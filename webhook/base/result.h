@@ -36,4 +36,8 @@ class [[nodiscard]] Result {
   int line_ = 0;
 };
 
+// For calls that return nothing but can fail: `return Ok{};` or `return Status::failure(why);`.
+struct Ok {};
+using Status = Result<Ok>;
+
 }  // namespace shmguard

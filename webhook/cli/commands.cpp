@@ -58,15 +58,10 @@ int fail(const std::string& msg, int code = kExitBadInput) {
   return code;
 }
 
-bool load_config(const std::string& path, config::Config& out, std::string& err) {
-  if (path.empty()) return true;
-  auto r = config::load_config_file(path);
-  if (!r.ok()) {
-    err = r.error();
-    return false;
-  }
-  out = std::move(*r);
-  return true;
+// The config file, or the defaults when none is given.
+Result<config::Config> load_config(const std::string& path) {
+  if (path.empty()) return config::Config{};
+  return config::load_config_file(path);
 }
 
 // ---- size ----
@@ -74,42 +69,41 @@ struct SizeArgs {
   std::string batch, workers, sample, prefetch, procs, memory_limit, output = "text", config_file;
 };
 
-bool quantity(const std::string& flag, const std::string& text, std::uint64_t& out, std::string& err) {
+Result<std::uint64_t> quantity(const std::string& flag, const std::string& text) {
   auto q = sizing::parse_size(text);
-  if (!q) {
-    err = flag + ": \"" + text + "\" " + q.error();
-    return false;
-  }
-  out = *q;
-  return true;
+  if (!q) return Result<std::uint64_t>::failure(flag + ": \"" + text + "\" " + q.error());
+  return q;
 }
 
 int run_size(const SizeArgs& a) {
-  config::Config cfg;
-  std::string err;
-  if (!load_config(a.config_file, cfg, err)) return fail(err);
+  auto cfg = load_config(a.config_file);
+  if (!cfg) return fail(cfg.error());
   sizing::SizingInput in;
-  std::uint64_t v = 0;
-  if (!count_flag("--batch-size", a.batch, false, v, err)) return fail(err);
-  in.batch_size = v;
-  if (!count_flag("--num-workers", a.workers, true, v, err)) return fail(err);
-  in.num_workers = v;
-  if (!quantity("--sample-size", a.sample, v, err)) return fail(err);
-  in.sample_size = v;
+  auto batch = count_flag("--batch-size", a.batch, false);
+  auto workers = count_flag("--num-workers", a.workers, true);
+  auto sample = quantity("--sample-size", a.sample);
+  for (const auto* r : {&batch, &workers, &sample})
+    if (!*r) return fail(r->error());
+  in.batch_size = *batch;
+  in.num_workers = *workers;
+  in.sample_size = *sample;
   if (!a.prefetch.empty()) {
-    if (!count_flag("--prefetch-factor", a.prefetch, false, v, err)) return fail(err);
-    in.prefetch_factor = v;
+    auto v = count_flag("--prefetch-factor", a.prefetch, false);
+    if (!v) return fail(v.error());
+    in.prefetch_factor = *v;
   }
   if (!a.procs.empty()) {
-    if (!count_flag("--procs-per-pod", a.procs, false, v, err)) return fail(err);
-    in.procs = v;
+    auto v = count_flag("--procs-per-pod", a.procs, false);
+    if (!v) return fail(v.error());
+    in.procs = *v;
     in.procs_source = "--procs-per-pod";
   }
   if (!a.memory_limit.empty()) {
-    if (!quantity("--memory-limit", a.memory_limit, v, err)) return fail(err);
-    in.memory_limit = v;
+    auto v = quantity("--memory-limit", a.memory_limit);
+    if (!v) return fail(v.error());
+    in.memory_limit = *v;
   }
-  auto r = sizing::compute_size(in, cfg.sizing);
+  auto r = sizing::compute_size(in, cfg->sizing);
   if (a.output == "json") {
     nlohmann::json j = {{"sizeLimit", sizing::format_quantity(r.bytes)},
                         {"bytes", r.bytes},
@@ -146,19 +140,14 @@ bool excluded(const std::string& path, const std::vector<std::string>& globs) {
   });
 }
 
-bool input_files(const ManifestArgs& a, std::vector<std::string>& files, std::string& err) {
+Result<std::vector<std::string>> input_files(const ManifestArgs& a) {
   auto all = expand_inputs(a.files);
-  if (!all) {
-    err = all.error();
-    return false;
-  }
+  if (!all) return all;
+  std::vector<std::string> files;
   for (auto& f : *all)
     if (f == "-" || !excluded(f, a.excludes)) files.push_back(std::move(f));
-  if (files.empty()) {
-    err = "no input files found in " + a.files.front();
-    return false;
-  }
-  return true;
+  if (files.empty()) return Result<std::vector<std::string>>::failure("no input files found in " + a.files.front());
+  return files;
 }
 
 // Streams a FILE* as an ostream: output goes to an unlinked temporary file first, so memory
@@ -198,14 +187,12 @@ void print_mutate_report(const manifests::TemplateReport& r) {
   std::cerr << os.str();
 }
 
-bool process_file(manifests::OfflineRunner& runner, const std::string& f, std::string& err) {
-  if (f == "-") return runner.process("<stdin>", std::cin, err);
+Status process_file(manifests::OfflineRunner& runner, const std::string& f) {
+  std::string err;
+  if (f == "-") return runner.process("<stdin>", std::cin, err) ? Status(Ok{}) : Status::failure(err);
   std::ifstream in(f, std::ios::binary);
-  if (!in) {
-    err = f + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
-  return runner.process(f, in, err);
+  if (!in) return Status::failure(f + ": cannot open: " + std::strerror(errno));
+  return runner.process(f, in, err) ? Status(Ok{}) : Status::failure(err);
 }
 
 int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files, bool allow_reformat) {
@@ -218,8 +205,7 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
     std::ostringstream out;
     manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
     if (allow_reformat) runner.allow_reformat();
-    std::string err;
-    if (!process_file(runner, f, err)) return fail(err);
+    if (auto s = process_file(runner, f); !s) return fail(s.error());
     runner.finish();
     bool mutated = false;
     for (const auto& r : runner.reports()) {
@@ -243,14 +229,14 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
 int run_mutate(ManifestArgs a) {
   // With no file, stdin: `helm --post-renderer shmguard --post-renderer-args mutate` as it is.
   if (a.files.empty()) a.files.push_back("-");
-  config::Config cfg;
-  std::string err;
-  if (!load_config(a.config_file, cfg, err)) return fail(err);
-  std::vector<std::string> files;
-  if (!input_files(a, files, err)) return fail(err);
+  auto loaded = load_config(a.config_file);
+  if (!loaded) return fail(loaded.error());
+  const config::Config& cfg = *loaded;
+  auto files = input_files(a);
+  if (!files) return fail(files.error());
   if (a.in_place) {
     if (a.output == "json") return fail("--in-place keeps each file's format; it cannot be combined with -o json");
-    return run_mutate_in_place(cfg, files, a.allow_reformat);
+    return run_mutate_in_place(cfg, *files, a.allow_reformat);
   }
   std::FILE* tmp = std::tmpfile();
   if (!tmp) return fail("cannot create a temporary file");
@@ -263,8 +249,8 @@ int run_mutate(ManifestArgs a) {
                                   out);
   runner.set_report_sink(print_mutate_report);
   if (a.allow_reformat) runner.allow_reformat();
-  for (const auto& f : files)
-    if (!process_file(runner, f, err)) return fail(err);
+  for (const auto& f : *files)
+    if (auto s = process_file(runner, f); !s) return fail(s.error());
   runner.finish();
   out.flush();
   copy_to_stdout(tmp);
@@ -272,26 +258,26 @@ int run_mutate(ManifestArgs a) {
 }
 
 int run_check(const ManifestArgs& a) {
-  config::Config cfg;
+  auto cfg = load_config(a.config_file);
+  if (!cfg) return fail(cfg.error());
   std::string err;
-  if (!load_config(a.config_file, cfg, err)) return fail(err);
   auto fail_on = parse_fail_on(a.fail_on, err);
   if (!fail_on) return fail(err);
-  std::vector<std::string> files;
-  if (!input_files(a, files, err)) return fail(err);
+  auto files = input_files(a);
+  if (!files) return fail(files.error());
   const std::map<std::string, Format> formats{{"text", Format::kText},   {"json", Format::kJson},
                                               {"junit", Format::kJunit}, {"sarif", Format::kSarif},
                                               {"github", Format::kGithub}};
   std::vector<Record> records, pending;
   Totals totals;
   std::ostringstream none;
-  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, none);
+  manifests::OfflineRunner runner(*cfg, manifests::OutputFormat::kNone, none);
   runner.set_report_sink([&](const manifests::TemplateReport& r) { pending.push_back(make_record(r, *fail_on)); });
-  for (const auto& f : files) {
+  for (const auto& f : *files) {
     pending.clear();
-    if (!process_file(runner, f, err)) {
-      if (!a.skip_invalid) return fail(err);
-      totals.skipped_files.push_back(f + ": skipped (--skip-invalid): " + err);
+    if (auto s = process_file(runner, f); !s) {
+      if (!a.skip_invalid) return fail(s.error());
+      totals.skipped_files.push_back(f + ": skipped (--skip-invalid): " + s.error());
       std::cerr << "shmguard: " << totals.skipped_files.back() << "\n";
       continue;
     }
@@ -460,10 +446,9 @@ int dispatch(Commands& c) {
     return run_review(c.ra);
   }
   if (*c.fn) {
-    config::Config cfg;
-    std::string err;
-    if (!load_config(c.fn_config, cfg, err)) return fail(err);
-    return run_krm_function(std::cin, std::cout, std::cerr, cfg);
+    auto cfg = load_config(c.fn_config);
+    if (!cfg) return fail(cfg.error());
+    return run_krm_function(std::cin, std::cout, std::cerr, *cfg);
   }
   if (*c.mutate) return run_mutate(c.ma);
   if (*c.check) return run_check(c.ca);

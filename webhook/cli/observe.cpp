@@ -44,26 +44,17 @@ int fail(const std::string& msg) {
 
 // A private mount namespace with a fresh tmpfs at /dev/shm: what a pod with that sizeLimit (or
 // `docker run --shm-size`) gives its processes. The command inherits it; so does the sampler.
-bool private_shm(std::uint64_t bytes, std::string& err) {
-  if (::geteuid() != 0) {
-    err = "--shm-size needs root: it mounts a private tmpfs at /dev/shm in a new mount namespace "
-          "(run as root, or without --shm-size to measure the current /dev/shm)";
-    return false;
-  }
-  if (::unshare(CLONE_NEWNS) != 0) {
-    err = std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno);
-    return false;
-  }
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    err = std::string("making mounts private: ") + std::strerror(errno);
-    return false;
-  }
+Status private_shm(std::uint64_t bytes) {
+  if (::geteuid() != 0)
+    return Status::failure("--shm-size needs root: it mounts a private tmpfs at /dev/shm in a new mount namespace "
+                           "(run as root, or without --shm-size to measure the current /dev/shm)");
+  if (::unshare(CLONE_NEWNS) != 0) return Status::failure(std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno));
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return Status::failure(std::string("making mounts private: ") + std::strerror(errno));
   const std::string opts = "size=" + std::to_string(bytes) + ",mode=1777";
-  if (::mount("tmpfs", kShm, "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
-    err = std::string("mounting a tmpfs at /dev/shm: ") + std::strerror(errno);
-    return false;
-  }
-  return true;
+  if (::mount("tmpfs", kShm, "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0)
+    return Status::failure(std::string("mounting a tmpfs at /dev/shm: ") + std::strerror(errno));
+  return Ok{};
 }
 
 struct Child {
@@ -165,13 +156,10 @@ void watch(const Child& c, int interval_ms, ObserveReport& r, std::uint64_t base
 }
 
 // An optional count flag: `dflt` when not given.
-bool optional_count(const std::string& flag, const std::string& text, std::uint64_t dflt, bool zero_ok,
-                    std::uint64_t& out, std::string& err) {
-  if (text.empty()) {
-    out = dflt;
-    return true;
-  }
-  return count_flag(flag, text, zero_ok, out, err);
+Result<std::uint64_t> optional_count(const std::string& flag, const std::string& text, std::uint64_t dflt,
+                                     bool zero_ok) {
+  if (text.empty()) return dflt;
+  return count_flag(flag, text, zero_ok);
 }
 
 std::uint64_t round_up(std::uint64_t v, std::uint64_t unit) { return (v + unit - 1) / unit * unit; }
@@ -281,20 +269,20 @@ int run_observe(const ObserveArgs& a) {
   }
   if (a.command.empty()) return fail("give the command after --, e.g. shmguard observe -- python train.py");
   if (a.interval_ms < 1) return fail("--interval-ms must be at least 1");
-  Counts n;
-  std::string err;
-  if (!optional_count("--batch-size", a.batch, 0, false, n.batch, err) ||
-      !optional_count("--num-workers", a.workers, 0, true, n.workers, err) ||
-      !optional_count("--prefetch-factor", a.prefetch, cfg.sizing.prefetch_factor, false, n.prefetch, err) ||
-      !optional_count("--procs-per-pod", a.procs, 1, false, n.procs, err))
-    return fail(err);
+  auto batch = optional_count("--batch-size", a.batch, 0, false);
+  auto workers = optional_count("--num-workers", a.workers, 0, true);
+  auto prefetch = optional_count("--prefetch-factor", a.prefetch, cfg.sizing.prefetch_factor, false);
+  auto procs = optional_count("--procs-per-pod", a.procs, 1, false);
+  for (const auto* r : {&batch, &workers, &prefetch, &procs})
+    if (!*r) return fail(r->error());
+  const Counts n{*batch, *workers, *prefetch, *procs};
   if (a.batch.empty() != a.workers.empty()) return fail("--batch-size and --num-workers go together");
 
   ObserveReport r;
   if (!a.shm_size.empty()) {
     auto q = sizing::parse_size(a.shm_size);
     if (!q) return fail("--shm-size: \"" + a.shm_size + "\" " + q.error());
-    if (!private_shm(*q, err)) return fail(err);
+    if (auto s = private_shm(*q); !s) return fail(s.error());
   }
   std::uint64_t total = 0;
   r.baseline = shm_used(&total);

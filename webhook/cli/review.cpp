@@ -27,11 +27,11 @@ struct Url {
   std::string path = "/mutate";
 };
 
-bool parse_url(const std::string& s, Url& u, std::string& err) {
+Result<Url> parse_url(const std::string& s) {
+  Url u;
   const std::string scheme = "https://";
   if (s.compare(0, scheme.size(), scheme) != 0) {
-    err = "--server must be an https:// URL, got \"" + s + "\"";
-    return false;
+    return Result<Url>::failure("--server must be an https:// URL, got \"" + s + "\"");
   }
   std::string rest = s.substr(scheme.size());
   if (auto slash = rest.find('/'); slash != std::string::npos) {
@@ -42,8 +42,7 @@ bool parse_url(const std::string& s, Url& u, std::string& err) {
   if (!rest.empty() && rest.front() == '[') {  // [::1]:8443
     auto close = rest.find(']');
     if (close == std::string::npos) {
-      err = "--server: unterminated IPv6 address";
-      return false;
+      return Result<Url>::failure("--server: unterminated IPv6 address");
     }
     u.host = rest.substr(1, close - 1);
     if (close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
@@ -55,16 +54,14 @@ bool parse_url(const std::string& s, Url& u, std::string& err) {
   }
   if (!port.empty()) {
     if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535) {
-      err = "--server: bad port \"" + port + "\"";
-      return false;
+      return Result<Url>::failure("--server: bad port \"" + port + "\"");
     }
     u.port = std::stoi(port);
   }
   if (u.host.empty()) {
-    err = "--server: no host in \"" + s + "\"";
-    return false;
+    return Result<Url>::failure("--server: no host in \"" + s + "\"");
   }
-  return true;
+  return u;
 }
 
 // The pod a controller would create from a template, as the API server sends it for admission.
@@ -133,23 +130,21 @@ int fail(const std::string& msg) {
 namespace {
 
 // The pod templates to send: the built-in test pod and those of the files.
-bool collect(const ReviewArgs& a, manifests::OfflineRunner& runner, std::string& err) {
+Status collect(const ReviewArgs& a, manifests::OfflineRunner& runner) {
+  std::string err;
   if (a.test_pod) {
     std::istringstream pod(kTestPod);
-    if (!runner.process("<test-pod>", pod, err)) return false;
+    if (!runner.process("<test-pod>", pod, err)) return Status::failure(err);
   }
   for (const auto& f : a.files) {
     std::ifstream file;
     if (f != "-") {
       file.open(f, std::ios::binary);
-      if (!file) {
-        err = f + ": cannot open: " + std::strerror(errno);
-        return false;
-      }
+      if (!file) return Status::failure(f + ": cannot open: " + std::strerror(errno));
     }
-    if (!runner.process(f == "-" ? "<stdin>" : f, f == "-" ? std::cin : file, err)) return false;
+    if (!runner.process(f == "-" ? "<stdin>" : f, f == "-" ? std::cin : file, err)) return Status::failure(err);
   }
-  return true;
+  return Ok{};
 }
 
 // Why no answer came, with the hint that fits the error.
@@ -194,14 +189,14 @@ void configure(httplib::SSLClient& cli, const ReviewArgs& a, const Url& url, con
 }  // namespace
 
 int run_review(const ReviewArgs& a) {
-  Url url;
-  std::string err;
-  if (!parse_url(a.server, url, err)) return fail(err);
+  auto parsed = parse_url(a.server);
+  if (!parsed) return fail(parsed.error());
+  const Url& url = *parsed;
   const std::string name = a.server_name.empty() ? url.host : a.server_name;
   config::Config cfg;  // only discovery is used; the webhook decides
   manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, std::cout);
   runner.keep_objects();
-  if (!collect(a, runner, err)) return fail(err);
+  if (auto c = collect(a, runner); !c) return fail(c.error());
   if (runner.reports().empty()) return fail("no pod templates found");
 
   httplib::SSLClient cli(name, url.port);

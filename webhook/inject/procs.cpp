@@ -23,6 +23,14 @@ struct Candidate {
   std::string raw;     // the value as written (after env references are resolved)
 };
 
+// "value" as warnings show it (GCC 12 warns, wrongly, about `"\"" + std::string`: built in steps).
+std::string in_quotes(const std::string& value) {
+  std::string out(1, '"');
+  out += printable(value);
+  out += '"';
+  return out;
+}
+
 std::string container_name(const json& c) {
   std::string n = str_field(c, "name");
   return n.empty() ? "?" : printable(n);
@@ -126,7 +134,7 @@ Gpus gpu_limit(const json& spec) {
     if (!lim || !string_value(*lim, "nvidia.com/gpu", raw)) continue;
     auto n = sizing::parse_count(raw);
     if (n) g.count += std::min<std::uint64_t>(*n, 1 << 20);
-    else if (g.invalid.empty()) g.invalid = "\"" + printable(raw) + "\" in container " + container_name(c);
+    else if (g.invalid.empty()) g.invalid = in_quotes(raw) + " in container " + container_name(c);
   }
   return g;
 }
