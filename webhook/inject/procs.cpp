@@ -90,6 +90,13 @@ std::optional<Candidate> launcher_flag(const std::vector<std::string>& words, co
 
 std::vector<std::string> command_words(const json& container) {
   std::vector<std::string> words;
+  // Every launcher's name holds "torch": a command without it is not lexed (the admission hot path).
+  bool any = false;
+  for (const char* field : {"command", "args"})
+    if (const json* list = child(container, field); list && list->is_array())
+      for (const auto& item : *list)
+        any = any || (item.is_string() && item.get_ref<const std::string&>().find("torch") != std::string::npos);
+  if (!any) return words;
   for (const char* field : {"command", "args"}) {
     const json* list = child(container, field);
     if (!list || !list->is_array()) continue;
