@@ -192,15 +192,17 @@ sizing::SizingInput read_sizing(const json* ann, const json& spec, const PodFact
   in.num_workers = rd.count(kNumWorkersKey);
   in.sample_size = rd.quantity(kSampleSizeKey);
   in.prefetch_factor = rd.count(kPrefetchKey);
-  auto procs = count_procs(spec, rd.count(kProcsKey), opts.owner_procs);
+  const auto procs_annotation = rd.count(kProcsKey);
   in.explicit_size = rd.quantity(kSizeKey);
+  in.memory_limit = facts.memory_limit;
+  // Only a size from the formula uses procs: elsewhere finding them is work for nothing, and a
+  // warning about them would be noise.
+  if (!sizing::has_formula_inputs(in) || in.explicit_size) return in;
+  auto procs = count_procs(spec, procs_annotation, opts.owner_procs);
   in.procs = procs.count;
   in.procs_source = std::move(procs.source);
   in.procs_unknown = std::move(procs.unresolved);
-  // Only a size from the formula uses procs: elsewhere a warning about them would be noise.
-  if (sizing::has_formula_inputs(in) && !in.explicit_size)
-    for (auto& w : procs.warnings) r.warn(std::move(w));
-  in.memory_limit = facts.memory_limit;
+  for (auto& w : procs.warnings) r.warn(std::move(w));
   return in;
 }
 
