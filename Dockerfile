@@ -1,8 +1,9 @@
 # shmguard container image.
 # Build stage: Debian 12 with the -dev packages; builds and runs the test suite (the image build
 # fails when a test fails), then gathers the binary and exactly the shared libraries `ldd` says it
-# loads into /rootfs. Runtime stage: that tree alone on an empty base, running as uid 65532: no
-# shell, no package manager, nothing else to patch.
+# loads into /rootfs (hack/image-rootfs.sh). Runtime stage: that tree alone on an empty base,
+# running as uid 65532: no shell, no package manager, nothing else to patch. (hack/image.sh
+# --prebuilt makes the same runtime stage from a binary the host built: CI's image stage.)
 
 FROM debian:12 AS build
 ENV DEBIAN_FRONTEND=noninteractive
@@ -15,16 +16,8 @@ WORKDIR /src
 COPY . .
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHMGUARD_BUILD_BENCH=OFF \
     && cmake --build /build -j"$(nproc)" \
-    && cd /build && ctest --output-on-failure -j"$(nproc)" -E 'e2e.test_pytorch|e2e.test_chart|e2e.test_hostile' \
-    && strip /build/shmguard
-RUN mkdir -p /rootfs/usr/local/bin /rootfs/etc /rootfs/tmp /rootfs/work \
-    && cp /build/shmguard /rootfs/usr/local/bin/shmguard \
-    && ln -s shmguard /rootfs/usr/local/bin/kubectl-shmguard \
-    && ldd /build/shmguard | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' \
-       | xargs -I{} cp --parents -L {} /rootfs/ \
-    && echo 'nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin' >/rootfs/etc/passwd \
-    && echo 'nonroot:x:65532:' >/rootfs/etc/group \
-    && chmod 1777 /rootfs/tmp
+    && cd /build && ctest --output-on-failure -j"$(nproc)" -E 'e2e.test_pytorch|e2e.test_chart|e2e.test_hostile'
+RUN hack/image-rootfs.sh /build/shmguard /rootfs
 
 FROM scratch AS runtime
 COPY --from=build /rootfs/ /

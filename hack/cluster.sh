@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # A real control plane for the cluster tests: etcd and kube-apiserver (built by hack/testbin.sh)
-# on loopback with generated certificates, RBAC, a kubeconfig for an admin, no controller-manager
-# (so ServiceAccount admission is off) and aggregator routing on (webhook Services resolve to
-# their Endpoints, which the tests write themselves, playing the kubelet's part).
-# usage: hack/cluster.sh up|down|env      CLUSTER_DIR (default /tmp/shmguard-cluster)
-#   up   starts both and waits for /readyz; prints `export KUBECONFIG=...` on stdout, so
-#        `eval "$(hack/cluster.sh up)"` sets up the shell
+# on loopback with generated certificates, RBAC and a kubeconfig for an admin.
+#   Without --node: no controller-manager (so ServiceAccount admission is off) and aggregator routing
+#   on (webhook Services resolve to their Endpoints, which the tests write themselves, playing the
+#   kubelet's part).
+#   With --node: also one real node (hack/node/node.sh): containerd, the kubelet, kube-scheduler,
+#   kube-controller-manager, kube-proxy and CoreDNS. The API server reaches webhooks through their
+#   Service's ClusterIP, as in any cluster, and pods run for real.
+# usage: hack/cluster.sh up [--node]|down|env      CLUSTER_DIR (default /tmp/shmguard-cluster)
+#   up   starts it and waits for /readyz (and the node Ready); prints `export KUBECONFIG=...` on
+#        stdout, so `eval "$(hack/cluster.sh up --node)"` sets up the shell
 #   env  prints the exports of a running cluster;  down  stops it and removes CLUSTER_DIR
+#   load IMAGE...  puts Docker's images into the node's containerd (as `kind load docker-image`)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${CLUSTER_DIR:-/tmp/shmguard-cluster}
@@ -60,9 +65,18 @@ print_env() {
 }
 
 up() {
-  [[ -f "$dir/apiserver.pid" ]] && kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null && { print_env; return; }
+  local with_node=${1:-}
+  if [[ -f "$dir/apiserver.pid" ]] && kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; then
+    if [[ -n "$with_node" && ! -d "$dir/node" ]]; then
+      log "a cluster without a node runs in $dir: hack/cluster.sh down first"
+      return 1
+    fi
+    print_env
+    return
+  fi
   local t0 bindir; t0=$(date +%s)
   bindir=$("$root/hack/testbin.sh")
+  [[ -d "$dir/node" ]] && "$root/hack/node/node.sh" down "$dir" "$bindir"
   rm -rf "$dir"
   mkdir -p "$dir"
   echo "$bindir" >"$dir/bindir"
@@ -76,7 +90,9 @@ up() {
     >"$dir/etcd.log" 2>&1 &
   echo $! >"$dir/etcd.pid"
   wait_for "http://127.0.0.1:$etcd_port/health" 30
-  local p=$dir/pki
+  local p=$dir/pki node_flags=(--disable-admission-plugins ServiceAccount --enable-aggregator-routing=true)
+  # With a node the kubelet is reached at its InternalIP, 127.0.0.1, and Services by their ClusterIP.
+  [[ -n "$with_node" ]] && node_flags=(--kubelet-preferred-address-types InternalIP --enable-aggregator-routing=false)
   "$bindir/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
@@ -87,8 +103,7 @@ up() {
     --service-cluster-ip-range 10.0.0.0/24 \
     --service-account-issuer https://kubernetes.default.svc \
     --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
-    --disable-admission-plugins ServiceAccount \
-    --enable-aggregator-routing=true \
+    "${node_flags[@]}" \
     --allow-privileged=true \
     >"$dir/apiserver.log" 2>&1 &
   echo $! >"$dir/apiserver.pid"
@@ -117,11 +132,18 @@ EOF
   KUBECONFIG=$dir/kubeconfig "$bindir/kubectl" get namespace default >/dev/null 2>&1 ||
     KUBECONFIG=$dir/kubeconfig "$bindir/kubectl" create namespace default >/dev/null
   log "etcd and kube-apiserver $("$bindir/kube-apiserver" --version | awk '{print $2}') ready on 127.0.0.1:$api_port in $(($(date +%s) - t0))s"
+  if [[ -n "$with_node" ]]; then
+    "$root/hack/node/node.sh" up "$dir" "$bindir" || { down; return 1; }
+  fi
   print_env
 }
 
 down() {
   local f
+  # The node first, by its PIDs and the CRI: it needs no API server to go.
+  if [[ -d "$dir/node" ]]; then
+    "$root/hack/node/node.sh" down "$dir" "$(cat "$dir/bindir" 2>/dev/null || true)"
+  fi
   for f in apiserver etcd; do
     if [[ -f "$dir/$f.pid" ]]; then
       kill "$(cat "$dir/$f.pid")" 2>/dev/null || true
@@ -134,8 +156,14 @@ down() {
 }
 
 case "${1:-}" in
-  up) up ;;
+  up)
+    case "${2:-}" in
+      "") up ;;
+      --node) up node ;;
+      *) echo "usage: hack/cluster.sh up [--node]|down|env" >&2; exit 2 ;;
+    esac ;;
   down) down ;;
   env) print_env ;;
-  *) echo "usage: hack/cluster.sh up|down|env" >&2; exit 2 ;;
+  load) shift; "$root/hack/node/node.sh" load "$dir" "$@" ;;
+  *) echo "usage: hack/cluster.sh up [--node]|down|env|load IMAGE..." >&2; exit 2 ;;
 esac

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages shmguard needs to build, test, demo or benchmark.
-# usage: hack/deps.sh [build|test|chart|demo|bench|fuzz]...   (installs only what is missing)
+# usage: hack/deps.sh [build|test|chart|demo|bench|fuzz|node]...   (installs only what is missing)
 set -euo pipefail
-build=(g++ cmake ninja-build pkg-config libssl-dev nlohmann-json3-dev libyaml-dev libyaml-cpp-dev libcli11-dev libcpp-httplib-dev
+build=(g++ cmake ninja-build ccache pkg-config libssl-dev nlohmann-json3-dev libyaml-dev libyaml-cpp-dev libcli11-dev libcpp-httplib-dev
        libgtest-dev libgmock-dev libbenchmark-dev openssl libtcmalloc-minimal4)
 test=(python3 python3-pytest python3-jsonpatch python3-yaml python3-jsonschema python3-torch curl clang libclang-rt-14-dev util-linux)
 chart=(python3 python3-yaml python3-jsonschema)
 demo=(curl python3 python3-yaml python3-torch util-linux)
 bench=(wrk python3-yaml valgrind)
 fuzz=(clang libclang-rt-14-dev)
+# A one-node cluster (hack/cluster.sh up --node): a second containerd with runc, CNI plugins, what
+# kube-proxy and the kubelet call (iptables, conntrack, mount, ip), and mmdebstrap for images.
+node=(containerd runc containernetworking-plugins iptables conntrack iproute2 mount util-linux mmdebstrap)
 want=("${build[@]}")
 for group in "$@"; do
   case "$group" in
@@ -18,6 +21,7 @@ for group in "$@"; do
     demo) want+=("${demo[@]}") ;;
     bench) want+=("${bench[@]}") ;;
     fuzz) want+=("${fuzz[@]}") ;;
+    node) want+=("${node[@]}") ;;
     *) echo "hack/deps.sh: unknown group $group" >&2; exit 2 ;;
   esac
 done

@@ -2,11 +2,13 @@
 # Runs every test, installing what is missing (Debian 12, as root), in stages that say what runs
 # and how long it took:
 #   deps      Debian packages
-#   testbin   kube-apiserver, etcd, kubectl, helm, kustomize built from Go modules (cached)
-#   build     shmguard (RelWithDebInfo)
+#   testbin   the Kubernetes components, etcd, CoreDNS, crictl, helm, kustomize from Go modules (cached)
+#   build     shmguard (RelWithDebInfo; through ccache)
 #   tests     unit, golden, corpus and end-to-end suites (real helm/kustomize/kubectl when built)
-#   image     debian:12 base images from Debian's packages, then `docker build` of the Dockerfile
+#   image     the image: the Dockerfile's runtime stage around the binary the build stage made and
+#             the tests stage tested (hack/image.sh --prebuilt)
 #   cluster   the real kube-apiserver: webhook by URL, the chart installed, the image as webhook
+#   node      a real node (hack/cluster.sh up --node): the chart, a training Job, a rollout under load
 #   asan      the unit/golden/e2e suites again under AddressSanitizer + UBSan (leaks included)
 # Without Go or Docker the stages that need them say so and are skipped.
 # SHMGUARD_SKIP_SANITIZERS=1 skips the last stage.
@@ -30,7 +32,7 @@ stage() {  # NAME COMMAND...
 }
 skip() { summary+=("$(printf '%-8s     -   skipped: %s' "$1" "$2")"); echo "== stage $1: skipped: $2"; }
 
-stage deps "$root/hack/deps.sh" test chart
+stage deps "$root/hack/deps.sh" test chart node
 
 if command -v go >/dev/null; then
   testbin() { SHMGUARD_TESTBIN=$("$root/hack/testbin.sh"); export SHMGUARD_TESTBIN; }
@@ -48,8 +50,8 @@ docker_ok=0
 docker info >/dev/null 2>&1 && docker_ok=1
 if ((docker_ok)); then
   image() {
-    "$root/hack/base-images.sh"
-    docker build -q -t shmguard:test "$root" >/dev/null
+    "$root/hack/base-images.sh"  # debian:12, for the training image of the node stage
+    "$root/hack/image.sh" shmguard:test --prebuilt "$root/build/shmguard"
     echo "image shmguard:test: $(($(docker image inspect -f '{{.Size}}' shmguard:test) / 1024 / 1024)) MiB"
   }
   stage image image
@@ -66,6 +68,16 @@ if [[ -n "${SHMGUARD_TESTBIN:-}" ]]; then
   stage cluster cluster
 else
   skip cluster "no kube-apiserver (needs Go)"
+fi
+
+if [[ -n "${SHMGUARD_TESTBIN:-}" ]] && ((docker_ok)) && [[ $(id -u) == 0 ]]; then
+  node() {
+    SHMGUARD_BIN="$root/build/shmguard" SHMGUARD_SRC="$root" \
+      /usr/bin/python3 -m pytest -q -p no:cacheprovider -s "$root/tests/node"
+  }
+  stage node node
+else
+  skip node "needs the kube binaries (Go), Docker for the images, and root for containerd and the kubelet"
 fi
 
 if [[ "${SHMGUARD_SKIP_SANITIZERS:-0}" != 1 ]]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds, once, the real Kubernetes components the cluster tests run: kube-apiserver and kubectl
-# (k8s.io/kubernetes through a wrapper module), etcd (go.etcd.io/etcd/server/v3 through a wrapper
-# main) and helm (go install). Everything lands in a cache outside the repository; nothing built
+# Builds, once, the real Kubernetes components the cluster and node tests run: kube-apiserver,
+# kubectl, kubelet, kube-scheduler, kube-controller-manager and kube-proxy (k8s.io/kubernetes through
+# a wrapper module), etcd (go.etcd.io/etcd/server/v3 through a wrapper main), CoreDNS (a wrapper main
+# with the few plugins cluster DNS needs), helm and kustomize (go install). Everything lands in a cache outside the repository; nothing built
 # here is committed. Prints the directory holding the binaries on stdout, progress on stderr.
 # usage: bindir=$(hack/testbin.sh)      SHMGUARD_TESTBIN_CACHE overrides ~/.cache/shmguard-testbin
 set -euo pipefail
@@ -9,13 +10,19 @@ set -euo pipefail
 # The one place where the versions are pinned.
 KUBE_VERSION=v1.31.14   # k8s.io/kubernetes; its ./staging modules are published as v0.31.14
 HELM_VERSION=v3.16.4
-TESTBIN_REVISION=2       # bump when a build recipe below changes
+TESTBIN_REVISION=4       # bump when a build recipe below changes
 ETCD_VERSION=v3.5.17
 KUSTOMIZE_VERSION=v5.5.0  # standalone: kubectl's embedded kustomize has no --enable-exec
+COREDNS_VERSION=v1.11.4   # built against client-go v0.31, as the rest
+CRICTL_VERSION=v1.34.0    # the CRI v1 client; the newest served here that containerd 1.6 answers
+# ./staging modules the module proxy here does not serve at v0.31.14 (it answers 403): each is
+# pinned to the newest v0.31.x that downloads (`go mod download -json k8s.io/NAME@v0.31.N`).
+STAGING_PINS="kube-scheduler=v0.31.13 kube-controller-manager=v0.31.13 endpointslice=v0.31.13 kube-proxy=v0.31.11"
+KUBE_COMMANDS="kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager kube-proxy"
 
 export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 cache=${SHMGUARD_TESTBIN_CACHE:-$HOME/.cache/shmguard-testbin}
-bindir="$cache/r$TESTBIN_REVISION-bin-kube-$KUBE_VERSION-helm-$HELM_VERSION-etcd-$ETCD_VERSION-kustomize-$KUSTOMIZE_VERSION"
+bindir="$cache/r$TESTBIN_REVISION-bin-kube-$KUBE_VERSION-helm-$HELM_VERSION-etcd-$ETCD_VERSION-kustomize-$KUSTOMIZE_VERSION-coredns-$COREDNS_VERSION-crictl-$CRICTL_VERSION"
 mkdir -p "$bindir"
 log() { echo "testbin: $*" >&2; }
 command -v go >/dev/null || { log "go not found (expected at /usr/local/go/bin)"; exit 1; }
@@ -47,9 +54,9 @@ build_kustomize() {
 }
 
 # A module that requires k8s.io/kubernetes and points every ./staging replace line of its go.mod
-# at the published v0.x release of the same minor version.
+# at the published v0.x release of the same minor version, or at its pin in STAGING_PINS.
 kube_module() {
-  local dir=$1 staging=v0.${KUBE_VERSION#v1.}
+  local dir=$1 staging=v0.${KUBE_VERSION#v1.} pin
   mkdir -p "$dir"
   local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" |
     sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
@@ -61,39 +68,83 @@ kube_module() {
     echo "require k8s.io/kubernetes $KUBE_VERSION"
     echo
     echo "replace ("
-    sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging"'#p' "$gomod"
+    sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\1#p' "$gomod" | while read -r mod; do
+      pin=$staging
+      for p in $STAGING_PINS; do [[ "k8s.io/${p%%=*}" == "$mod" ]] && pin=${p#*=}; done
+      printf '\t%s => %s %s\n' "$mod" "$mod" "$pin"
+    done
     echo ")"
   } >"$dir/go.mod"
-  cat >"$dir/tools.go" <<'EOF'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-EOF
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for cmd in $KUBE_COMMANDS; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$cmd"; done
+    printf ')\n'
+  } >"$dir/tools.go"
   (cd "$dir" && go mod tidy >&2)
 }
 
 build_kube() {
-  [[ -x "$bindir/kube-apiserver" && -x "$bindir/kubectl" ]] && return
+  local cmd missing=()
+  for cmd in $KUBE_COMMANDS; do [[ -x "$bindir/$cmd" ]] || missing+=("$cmd"); done
+  ((${#missing[@]})) || return 0
   local t0; t0=$(date +%s) dir="$cache/src-kube-$KUBE_VERSION"
-  log "building kube-apiserver and kubectl $KUBE_VERSION (wrapper module; a cold build takes 10+ minutes)"
+  log "building ${missing[*]} $KUBE_VERSION (wrapper module; a cold build takes 15+ minutes)"
   kube_module "$dir"
   local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-  local flags="-s -w"
+  local flags="-s -w" pkgs=()
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     flags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-  for cmd in kube-apiserver kubectl; do
-    [[ -x "$bindir/$cmd" ]] && continue
-    (cd "$dir" && go build -tags selinux,notest -ldflags "$flags" -o "$bindir/$cmd.tmp" \
-      "k8s.io/kubernetes/cmd/$cmd" && mv "$bindir/$cmd.tmp" "$bindir/$cmd")
-    log "$cmd built ($(elapsed "$t0") so far)"
-  done
+  for cmd in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$cmd"); done
+  # One `go build` for all of them: the packages they share compile once, on every core.
+  rm -rf "$bindir/tmp-kube" && mkdir -p "$bindir/tmp-kube"
+  (cd "$dir" && go build -tags selinux,notest -ldflags "$flags" -o "$bindir/tmp-kube/" "${pkgs[@]}")
+  mv "$bindir"/tmp-kube/* "$bindir/" && rmdir "$bindir/tmp-kube"
+  log "${missing[*]} built in $(elapsed "$t0")"
+}
+
+# CoreDNS with only what cluster DNS needs: the kubernetes plugin answers for Services, and there is
+# no forward plugin (a pod here has no upstream to reach). An out-of-tree main, as CoreDNS documents.
+build_coredns() {
+  [[ -x "$bindir/coredns" ]] && return
+  local t0; t0=$(date +%s) dir="$cache/src-coredns-$COREDNS_VERSION"
+  log "building coredns $COREDNS_VERSION (wrapper main: bind, errors, health, ready, kubernetes)"
+  mkdir -p "$dir"
+  printf 'module shmguard.test/corednsbin\n\ngo 1.22.0\n\nrequire github.com/coredns/coredns %s\n' \
+    "$COREDNS_VERSION" >"$dir/go.mod"
+  cat >"$dir/main.go" <<'EOF'
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+func init() { dnsserver.Directives = []string{"bind", "errors", "health", "ready", "kubernetes"} }
+
+func main() { coremain.Run() }
+EOF
+  (cd "$dir" && go mod tidy >&2 && go build -ldflags "-s -w" -o "$bindir/coredns.tmp" . &&
+    mv "$bindir/coredns.tmp" "$bindir/coredns")
+  log "coredns built in $(elapsed "$t0")"
+}
+
+# crictl, which `hack/node/node.sh down` uses to stop and remove pod sandboxes through the CRI (the
+# runtime then runs the CNI DEL), also when the kubelet and the API server are already gone.
+build_crictl() {
+  [[ -x "$bindir/crictl" ]] && return
+  local t0; t0=$(date +%s)
+  log "building crictl $CRICTL_VERSION (go install)"
+  GOBIN="$cache/tmp-crictl" go install -ldflags "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
+  mv "$cache/tmp-crictl/crictl" "$bindir/crictl"
+  log "crictl built in $(elapsed "$t0")"
 }
 
 build_etcd() {
@@ -121,11 +172,13 @@ EOF
 
 what=${1:-all}
 case "$what" in
-  all) build_etcd; build_helm; build_kustomize; build_kube ;;
+  all) build_etcd; build_helm; build_kustomize; build_kube; build_coredns; build_crictl ;;
   helm) build_helm ;;
   kustomize) build_kustomize ;;
   kube) build_kube ;;
   etcd) build_etcd ;;
-  *) log "unknown component $what (all|helm|kustomize|kube|etcd)"; exit 2 ;;
+  coredns) build_coredns ;;
+  crictl) build_crictl ;;
+  *) log "unknown component $what (all|helm|kustomize|kube|etcd|coredns|crictl)"; exit 2 ;;
 esac
 echo "$bindir"

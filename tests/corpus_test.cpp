@@ -53,8 +53,8 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
   std::ostringstream out;
   manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
   std::istringstream in(input);
-  std::string err;
-  ASSERT_TRUE(runner.process(path, in, err)) << err;
+  auto done = runner.process(path, in);
+  ASSERT_TRUE(done.ok()) << done.error();
   runner.finish();
 
   bool any_mutated = false;
@@ -125,8 +125,8 @@ TEST(CorpusSuite, TrainerInitializerStepsAreNotTrainingPods) {
     std::ostringstream out;
     manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, out);
     std::istringstream in(text);
-    std::string err;
-    ASSERT_TRUE(runner.process(p.string(), in, err)) << err;
+    auto done = runner.process(p.string(), in);
+    ASSERT_TRUE(done.ok()) << done.error();
     const auto docs = test::yaml_documents(text);
     for (const auto& r : runner.reports()) {
       const std::string suffix = "/spec/template";
@@ -152,8 +152,8 @@ TEST(CorpusSuite, ExistingDevShmIsLeftAlone) {
   config::Config cfg;
   manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
   std::ifstream in(p);
-  std::string err;
-  ASSERT_TRUE(runner.process(p.string(), in, err)) << err;
+  auto done = runner.process(p.string(), in);
+  ASSERT_TRUE(done.ok()) << done.error();
   runner.finish();
   ASSERT_FALSE(runner.reports().empty());
   for (const auto& r : runner.reports()) EXPECT_EQ(r.result.reason, "user-managed");

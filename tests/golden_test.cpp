@@ -54,8 +54,8 @@ struct Offline {
   Offline(const config::Config& cfg, const std::string& name, const std::string& input)
       : runner(cfg, manifests::OutputFormat::kYaml, out) {
     std::istringstream in(input);
-    std::string err;
-    EXPECT_TRUE(runner.process(name + ".yaml", in, err)) << err;
+    auto done = runner.process(name + ".yaml", in);
+    EXPECT_TRUE(done.ok()) << done.error();
     runner.finish();
   }
 };

@@ -8,7 +8,9 @@ earlier tests' leftovers (no namespace controller here) cannot hide a wrong step
 import re
 import shutil
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -16,27 +18,10 @@ import yaml
 from conftest import HACK, SRC
 from test_chart_install import IMAGE, docker, files_from, wait_ready
 
-README = SRC / "README.md"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from readme_blocks import commands, section  # noqa: E402
+
 EXTRA = " --set image.repository=shmguard,image.tag=dev --no-hooks"
-
-
-def section(title):
-    text = README.read_text()
-    start = text.index(f"## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start:end if end > 0 else len(text)]
-
-
-def commands(block_text):
-    """Shell commands of the fenced blocks in `block_text`: continuation lines joined, comments dropped."""
-    out = []
-    for block in re.findall(r"```sh\n(.*?)```", block_text, re.S):
-        joined = block.replace("\\\n", " ")
-        for line in joined.splitlines():
-            line = re.sub(r"\s+#.*$", "", line).strip()
-            if line and not line.startswith("#"):
-                out.append(re.sub(r"\s+", " ", line))
-    return out
 
 
 def in_namespace(cmd, ns):

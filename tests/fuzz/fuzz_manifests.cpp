@@ -32,13 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::ostringstream out;
   shmguard::manifests::OfflineRunner runner(cfg, shmguard::manifests::OutputFormat::kYaml, out);
   std::istringstream in(text);
-  std::string err;
   auto fail = [](const char* why, const std::string& detail) {
     std::fprintf(stderr, "fuzz_manifests: %s\n%s\n", why, detail.c_str());
     std::abort();
   };
-  if (!runner.process("fuzz.yaml", in, err)) {
-    if (err.rfind("fuzz.yaml:", 0) != 0) fail("error does not name the input", err);
+  if (auto done = runner.process("fuzz.yaml", in); !done) {
+    if (done.error().rfind("fuzz.yaml:", 0) != 0) fail("error does not name the input", done.error());
     return 0;
   }
   runner.finish();
@@ -50,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::ostringstream json_out;
   shmguard::manifests::OfflineRunner json_runner(cfg, shmguard::manifests::OutputFormat::kJson, json_out);
   std::istringstream in2(text);
-  if (json_runner.process("fuzz.yaml", in2, err)) {
+  if (json_runner.process("fuzz.yaml", in2)) {
     json_runner.finish();
     if (nlohmann::json::parse(json_out.str(), nullptr, false).is_discarded()) fail("invalid JSON output", json_out.str());
   }

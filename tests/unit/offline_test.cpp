@@ -25,7 +25,9 @@ Run run(const std::string& text, OutputFormat fmt = OutputFormat::kYaml) {
   OfflineRunner r(cfg, fmt, out);
   std::istringstream in(text);
   Run res;
-  res.ok = r.process("in.yaml", in, res.err);
+  auto done = r.process("in.yaml", in);
+  res.ok = done.ok();
+  res.err = done.error();
   r.finish();
   res.out = out.str();
   res.reports = r.reports();

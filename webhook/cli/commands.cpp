@@ -188,11 +188,10 @@ void print_mutate_report(const manifests::TemplateReport& r) {
 }
 
 Status process_file(manifests::OfflineRunner& runner, const std::string& f) {
-  std::string err;
-  if (f == "-") return runner.process("<stdin>", std::cin, err) ? Status(Ok{}) : Status::failure(err);
+  if (f == "-") return runner.process("<stdin>", std::cin);
   std::ifstream in(f, std::ios::binary);
   if (!in) return Status::failure(f + ": cannot open: " + std::strerror(errno));
-  return runner.process(f, in, err) ? Status(Ok{}) : Status::failure(err);
+  return runner.process(f, in);
 }
 
 int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files, bool allow_reformat) {
@@ -260,9 +259,8 @@ int run_mutate(ManifestArgs a) {
 int run_check(const ManifestArgs& a) {
   auto cfg = load_config(a.config_file);
   if (!cfg) return fail(cfg.error());
-  std::string err;
-  auto fail_on = parse_fail_on(a.fail_on, err);
-  if (!fail_on) return fail(err);
+  auto fail_on = parse_fail_on(a.fail_on);
+  if (!fail_on) return fail(fail_on.error());
   auto files = input_files(a);
   if (!files) return fail(files.error());
   const std::map<std::string, Format> formats{{"text", Format::kText},   {"json", Format::kJson},
@@ -313,10 +311,9 @@ int run_serve(server::ServeOptions opts, const std::string& log_level) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every thread started below
 
   server::WebhookServer srv(opts);
-  std::string err;
-  if (!srv.start(err)) {
-    server::log(server::Level::kError, "cannot start", {{"error", err}});
-    return fail(err, 1);
+  if (auto started = srv.start(); !started) {
+    server::log(server::Level::kError, "cannot start", {{"error", started.error()}});
+    return fail(started.error(), 1);
   }
   int sig = 0;
   sigwait(&set, &sig);

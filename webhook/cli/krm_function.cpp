@@ -156,9 +156,8 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
   std::ostringstream mutated;
   manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, mutated);
   std::istringstream again(text);
-  std::string perr;
-  if (!runner.process("<stdin>", again, perr)) {
-    err << "shmguard fn: " << perr << "\n";
+  if (auto done = runner.process("<stdin>", again); !done) {
+    err << "shmguard fn: " << done.error() << "\n";
     return kExitFunctionError;
   }
   runner.finish();

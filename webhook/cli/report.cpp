@@ -207,7 +207,7 @@ const char* rule_description(Rule r) {
   return "?";
 }
 
-std::optional<FailOn> parse_fail_on(const std::string& text, std::string& err) {
+Result<FailOn> parse_fail_on(const std::string& text) {
   FailOn f;
   for (bool& b : f.rules) b = false;
   if (text == "none" || text.empty()) return f;
@@ -222,8 +222,8 @@ std::optional<FailOn> parse_fail_on(const std::string& text, std::string& err) {
       }
     }
     if (!known) {
-      err = "--fail-on: unknown finding \"" + item + "\" (missing, too-small, stale, warning, rejected or none)";
-      return std::nullopt;
+      return Result<FailOn>::failure("--fail-on: unknown finding \"" + item +
+                                     "\" (missing, too-small, stale, warning, rejected or none)");
     }
   }
   return f;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "manifests/offline.h"
 
 namespace shmguard::cli {
@@ -25,7 +26,7 @@ struct FailOn {
 };
 
 // Parses "missing,too-small,stale,warning,rejected" (any subset; "none" for no failures).
-std::optional<FailOn> parse_fail_on(const std::string& text, std::string& err);
+Result<FailOn> parse_fail_on(const std::string& text);
 
 struct Finding {
   Rule rule;

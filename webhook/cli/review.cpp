@@ -131,10 +131,9 @@ namespace {
 
 // The pod templates to send: the built-in test pod and those of the files.
 Status collect(const ReviewArgs& a, manifests::OfflineRunner& runner) {
-  std::string err;
   if (a.test_pod) {
     std::istringstream pod(kTestPod);
-    if (!runner.process("<test-pod>", pod, err)) return Status::failure(err);
+    if (auto done = runner.process("<test-pod>", pod); !done) return done;
   }
   for (const auto& f : a.files) {
     std::ifstream file;
@@ -142,7 +141,7 @@ Status collect(const ReviewArgs& a, manifests::OfflineRunner& runner) {
       file.open(f, std::ios::binary);
       if (!file) return Status::failure(f + ": cannot open: " + std::strerror(errno));
     }
-    if (!runner.process(f == "-" ? "<stdin>" : f, f == "-" ? std::cin : file, err)) return Status::failure(err);
+    if (auto done = runner.process(f == "-" ? "<stdin>" : f, f == "-" ? std::cin : file); !done) return done;
   }
   return Ok{};
 }

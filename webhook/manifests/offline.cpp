@@ -144,7 +144,7 @@ void OfflineRunner::release_held(bool more_follows) {
   held_fixed_.reset();
 }
 
-bool OfflineRunner::process(const std::string& file, std::istream& in, std::string& err) {
+Status OfflineRunner::process(const std::string& file, std::istream& in) {
   DocumentReader reader(in);
   RawDocument raw;
   int index = 0;
@@ -158,60 +158,53 @@ bool OfflineRunner::process(const std::string& file, std::istream& in, std::stri
       if (raw.text.starts_with('%')) out_ << "...\n";
       else if (raw.text.compare(0, 3, "---") != 0) out_ << "---\n";
     }
-    if (!process_document(file, index, raw, err)) return false;
+    if (auto done = process_document(file, index, raw); !done) return done;
   }
-  return true;
+  return Ok{};
 }
 
-bool OfflineRunner::process_document(const std::string& file, int index, const RawDocument& raw,
-                                     std::string& err) {
+Status OfflineRunner::process_document(const std::string& file, int index, const RawDocument& raw) {
   YamlError yerr;
   auto where = [&](int rel_line) {
     return file + ":" + std::to_string(rel_line > 0 ? raw.first_line + rel_line - 1 : raw.first_line);
   };
-  if (!parse_document(raw.text, ydoc_, yerr)) {
-    err = where(yerr.line) + (yerr.limit ? ": " : ": invalid YAML: ") + yerr.message;
-    return false;
-  }
+  if (!parse_document(raw.text, ydoc_, yerr))
+    return Status::failure(where(yerr.line) + (yerr.limit ? ": " : ": invalid YAML: ") + yerr.message);
   const YamlNode* node = ydoc_.root;
   if (!node) {
     if (format_ == OutputFormat::kYaml) write(raw.text, &ydoc_);
-    return true;
+    return Ok{};
   }
   if (node->kind != YamlNode::Kind::kMap) {
-    err = where(node->line) + ": document " + std::to_string(index) + " is " + type_name(*node) +
-          ", expected a Kubernetes object (a mapping)";
-    return false;
+    return Status::failure(where(node->line) + ": document " + std::to_string(index) + " is " + type_name(*node) +
+                           ", expected a Kubernetes object (a mapping)");
   }
   node_budget_ = node_budget(raw.text);
   auto doc = to_json(node, node_budget_, yerr);
-  if (!doc) {
-    err = where(yerr.line) + ": " + yerr.message;
-    return false;
-  }
+  if (!doc) return Status::failure(where(yerr.line) + ": " + yerr.message);
   std::vector<TemplateReport> reports;
   for (const auto& ref : find_templates(*doc)) reports.push_back(report_template(file, index, raw, *doc, ref));
   if (format_ != OutputFormat::kNone) {
     // Written out, the document would pass on what kubectl refuses: mutate stops instead.
     for (const auto& rep : reports)
       if (!rep.rejected.empty()) {
-        err = rep.file + ":" + std::to_string(rep.rejected.front().first) + ": " + rep.rejected.front().second;
-        return false;
+        return Status::failure(rep.file + ":" + std::to_string(rep.rejected.front().first) + ": " +
+                               rep.rejected.front().second);
       }
   }
   const bool changed = std::any_of(reports.begin(), reports.end(), [](const auto& r) { return r.result.mutated(); });
-  bool ok = true;
+  Status written = Ok{};
   if (!changed) {
     if (format_ == OutputFormat::kYaml) write(raw.text, &ydoc_);
-    if (format_ == OutputFormat::kJson) ok = write_json_tree(where, err);
+    if (format_ == OutputFormat::kJson) written = write_json_tree(where);
   } else if (format_ != OutputFormat::kNone) {
-    ok = write_changed(raw, *doc, reports, where, err);
+    written = write_changed(raw, *doc, reports, where);
   }
   for (auto& rep : reports) {
     if (sink_) sink_(rep);
     else reports_.push_back(std::move(rep));
   }
-  return ok;
+  return written;
 }
 
 // The engine's call on one template, with where it is in the file.
@@ -269,15 +262,12 @@ void OfflineRunner::check_annotation_types(const json& tmpl, TemplateReport& rep
   }
 }
 
-bool OfflineRunner::write_json_tree(const std::function<std::string(int)>& where, std::string& err) {
+Status OfflineRunner::write_json_tree(const std::function<std::string(int)>& where) {
   YamlError yerr;
   auto text = emit_json(ydoc_.root, node_budget_ * 2, 0, yerr);
-  if (!text) {
-    err = where(yerr.line) + ": " + yerr.message;
-    return false;
-  }
+  if (!text) return Status::failure(where(yerr.line) + ": " + yerr.message);
   write_json_document(*text);
-  return true;
+  return Ok{};
 }
 
 // The document's own text with the templates' lines added, verified by reading it back as the
@@ -306,26 +296,18 @@ Result<std::string> OfflineRunner::surgical_edit(const RawDocument& raw, json& d
 }
 
 // The re-emitter: the patched tree written out in full, leading comments and directives kept.
-bool OfflineRunner::reemit(const RawDocument& raw, const std::vector<TemplateReport>& reports,
-                           const std::function<std::string(int)>& where, std::string& err) {
-  if (!ydoc_.unshare(node_budget_)) {
-    err = where(0) + ": document expands to too many nodes (alias expansion?)";
-    return false;
-  }
+Status OfflineRunner::reemit(const RawDocument& raw, const std::vector<TemplateReport>& reports, const std::function<std::string(int)>& where) {
+  if (!ydoc_.unshare(node_budget_))
+    return Status::failure(where(0) + ": document expands to too many nodes (alias expansion?)");
   for (const auto& rep : reports) {
-    std::string perr;
-    if (rep.result.mutated() && !apply_patch(ydoc_, rep.pointer, rep.result.patch, perr)) {
-      err = where(0) + ": internal error applying the patch to " + rep.path + ": " + perr;
-      return false;
-    }
+    if (!rep.result.mutated()) continue;
+    if (auto applied = apply_patch(ydoc_, rep.pointer, rep.result.patch); !applied)
+      return Status::failure(where(0) + ": internal error applying the patch to " + rep.path + ": " + applied.error());
   }
-  if (format_ == OutputFormat::kJson) return write_json_tree(where, err);
+  if (format_ == OutputFormat::kJson) return write_json_tree(where);
   YamlError yerr;
   auto text = emit_yaml(ydoc_.root, node_budget_ * 2, yerr);
-  if (!text) {
-    err = where(yerr.line) + ": " + yerr.message;
-    return false;
-  }
+  if (!text) return Status::failure(where(yerr.line) + ": " + yerr.message);
   bool had_sep = false;
   std::string head = leading_comments(raw.text, had_sep);
   std::string body = (had_sep ? std::string("---\n") : std::string()) + head + *text;
@@ -334,27 +316,26 @@ bool OfflineRunner::reemit(const RawDocument& raw, const std::vector<TemplateRep
     body = to_crlf(body);
   }
   write(body);
-  return true;
+  return Ok{};
 }
 
-bool OfflineRunner::write_changed(const RawDocument& raw, json& doc, std::vector<TemplateReport>& reports,
-                                  const std::function<std::string(int)>& where, std::string& err) {
+Status OfflineRunner::write_changed(const RawDocument& raw, json& doc, std::vector<TemplateReport>& reports,
+                                    const std::function<std::string(int)>& where) {
   if (format_ == OutputFormat::kYaml) {
     auto edit = surgical_edit(raw, doc, reports);
     if (edit) {
       write(*edit, &check_doc_);
-      return true;
+      return Ok{};
     }
     if (edit.line() > 0 && !allow_reformat_) {
-      err = where(edit.line()) + ": " + edit.error() +
-            "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)";
-      return false;
+      return Status::failure(where(edit.line()) + ": " + edit.error() +
+                             "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)");
     }
     const std::string why = edit.line() > 0 ? edit.error() + " at " + where(edit.line()) : edit.error();
     for (auto& rep : reports)
       if (rep.result.mutated()) rep.rewritten = why;
   }
-  return reemit(raw, reports, where, err);
+  return reemit(raw, reports, where);
 }
 
 }  // namespace shmguard::manifests

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "config/config.h"
 #include "inject/inject.h"
 #include "manifests/templates.h"
@@ -47,9 +48,9 @@ class OfflineRunner {
   OfflineRunner(const config::Config& cfg, OutputFormat format, std::ostream& out)
       : cfg_(cfg), format_(format), out_(out) {}
 
-  // Processes one input. On invalid input returns false with "file:line: message" in `err`;
-  // documents already written stay in `out` (the caller buffers and discards on error).
-  bool process(const std::string& file, std::istream& in, std::string& err);
+  // Processes one input. On invalid input the failure says "file:line: message"; documents
+  // already written stay in `out` (the caller buffers and discards on error).
+  Status process(const std::string& file, std::istream& in);
 
   // Completes the output (closes the JSON List).
   void finish();
@@ -68,19 +69,18 @@ class OfflineRunner {
   void write_json_document(const std::string& text);
   void write(const std::string& text, const YamlDocument* doc = nullptr);
   void release_held(bool more_follows);
-  bool process_document(const std::string& file, int index, const RawDocument& raw, std::string& err);
+  Status process_document(const std::string& file, int index, const RawDocument& raw);
   TemplateReport report_template(const std::string& file, int index, const RawDocument& raw,
                                  const nlohmann::json& doc, const TemplateRef& ref) const;
   std::vector<int> warning_lines(const TemplateReport& rep, int first_line) const;
   int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
   void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;
-  bool write_json_tree(const std::function<std::string(int)>& where, std::string& err);
-  bool write_changed(const RawDocument& raw, nlohmann::json& doc, std::vector<TemplateReport>& reports,
-                     const std::function<std::string(int)>& where, std::string& err);
+  Status write_json_tree(const std::function<std::string(int)>& where);
+  Status write_changed(const RawDocument& raw, nlohmann::json& doc, std::vector<TemplateReport>& reports,
+                       const std::function<std::string(int)>& where);
   Result<std::string> surgical_edit(const RawDocument& raw, nlohmann::json& doc,
                                     const std::vector<TemplateReport>& reports);
-  bool reemit(const RawDocument& raw, const std::vector<TemplateReport>& reports,
-              const std::function<std::string(int)>& where, std::string& err);
+  Status reemit(const RawDocument& raw, const std::vector<TemplateReport>& reports, const std::function<std::string(int)>& where);
 
   const config::Config& cfg_;
   OutputFormat format_;

@@ -818,25 +818,22 @@ const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const 
 
 namespace {
 
-// The node that holds the last token of `tokens`; null with `err` when the path does not resolve.
-YamlNode* parent_of(YamlNode* cur, const std::vector<std::string>& tokens, const std::string& path, std::string& err) {
+// The node that holds the last token of `tokens`.
+Result<YamlNode*> parent_of(YamlNode* cur, const std::vector<std::string>& tokens, const std::string& path) {
   for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
     YamlNode* next = nullptr;
     std::size_t idx = 0;
     if (cur->kind == YamlNode::Kind::kMap) next = find_value(cur, tokens[i]);
     else if (cur->kind == YamlNode::Kind::kSequence && seq_index(tokens[i], cur->items.size(), idx)) next = cur->items[idx];
-    if (!next) {
-      err = "path " + path + " does not resolve at \"" + tokens[i] + "\"";
-      return nullptr;
-    }
+    if (!next) return Result<YamlNode*>::failure("path " + path + " does not resolve at \"" + tokens[i] + "\"");
     cur = next;
   }
   return cur;
 }
 
 // "add" or "replace" of `value` at `last` in `parent`; a mapping keeps its key order.
-bool put(YamlDocument& doc, YamlNode* parent, const std::string& kind, const std::string& last, YamlNode* value,
-         const std::string& path, std::string& err) {
+Status put(YamlDocument& doc, YamlNode* parent, const std::string& kind, const std::string& last, YamlNode* value,
+           const std::string& path) {
   if (parent->kind == YamlNode::Kind::kSequence) {
     std::size_t idx = 0;
     if (kind == "add" && last == "-") {
@@ -845,56 +842,47 @@ bool put(YamlDocument& doc, YamlNode* parent, const std::string& kind, const std
       if (kind == "replace") parent->items[idx] = value;
       else parent->items.insert(parent->items.begin() + static_cast<std::ptrdiff_t>(idx), value);
     } else {
-      err = "index " + last + " out of range in " + path;
-      return false;
+      return Status::failure("index " + last + " out of range in " + path);
     }
-    return true;
+    return Ok{};
   }
-  if (parent->kind != YamlNode::Kind::kMap) {
-    err = "cannot add to a scalar at " + path;
-    return false;
-  }
+  if (parent->kind != YamlNode::Kind::kMap) return Status::failure("cannot add to a scalar at " + path);
   for (auto& [k, v] : parent->pairs) {
     if (k->kind == YamlNode::Kind::kScalar && k->value == last) {
       v = value;
-      return true;
+      return Ok{};
     }
   }
   YamlNode* key = doc.make(YamlNode::Kind::kScalar);
   key->style = ScalarStyle::kNew;
   key->value = last;
   parent->pairs.emplace_back(key, value);
-  return true;
+  return Ok{};
 }
 
 }  // namespace
 
-bool apply_patch(YamlDocument& doc, const std::string& prefix, const json& patch, std::string& err) {
+Status apply_patch(YamlDocument& doc, const std::string& prefix, const json& patch) {
   try {
     for (const auto& op : patch) {
       const std::string kind = op.at("op").get<std::string>();
       const std::string path = prefix + op.at("path").get<std::string>();
       const auto tokens = pointer_tokens(path);
-      if (tokens.empty() || !doc.root) {
-        err = "cannot patch the document root";
-        return false;
-      }
-      YamlNode* parent = parent_of(doc.root, tokens, path, err);
-      if (!parent) return false;
+      if (tokens.empty() || !doc.root) return Status::failure("cannot patch the document root");
+      auto parent = parent_of(doc.root, tokens, path);
+      if (!parent) return Status::failure(parent.error());
       if (kind == "add" || kind == "replace") {
-        if (!put(doc, parent, kind, tokens.back(), from_json(doc, op.at("value")), path, err)) return false;
-      } else if (kind == "remove" && parent->kind == YamlNode::Kind::kMap) {
-        std::erase_if(parent->pairs, [&](const auto& kv) { return kv.first->value == tokens.back(); });
+        if (auto done = put(doc, *parent, kind, tokens.back(), from_json(doc, op.at("value")), path); !done) return done;
+      } else if (kind == "remove" && (*parent)->kind == YamlNode::Kind::kMap) {
+        std::erase_if((*parent)->pairs, [&](const auto& kv) { return kv.first->value == tokens.back(); });
       } else {
-        err = "unsupported patch operation " + kind;
-        return false;
+        return Status::failure("unsupported patch operation " + kind);
       }
     }
-  } catch (const std::exception& e) {
-    err = e.what();
-    return false;
+  } catch (const json::exception& e) {  // a patch of the wrong shape (op, path or value missing)
+    return Status::failure(e.what());
   }
-  return true;
+  return Ok{};
 }
 
 

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
+
 namespace shmguard::manifests {
 
 // One document of a stream: its exact bytes (including a leading "---" line, if any).
@@ -122,7 +124,7 @@ bool equals_json(const YamlNode* node, const nlohmann::json& expected, std::size
 
 // Applies RFC 6902 add/replace/remove operations to the tree, with `prefix` (a JSON pointer)
 // prepended to each path. False with `err` when a path does not resolve.
-bool apply_patch(YamlDocument& doc, const std::string& prefix, const nlohmann::json& patch, std::string& err);
+Status apply_patch(YamlDocument& doc, const std::string& prefix, const nlohmann::json& patch);
 
 // Emits YAML in kubectl's layout (2-space maps, "- " lists at the parent's indent). Scalars keep
 // their quoting style; new strings that would read back as another type are quoted.

@@ -54,16 +54,15 @@ FileStamp stamp_of(const std::string& path) {
   return s;
 }
 
-std::shared_ptr<CertPair> parse_cert_pair(const std::string& cert_pem, const std::string& key_pem,
-                                          std::string& err) {
+Result<std::shared_ptr<CertPair>> parse_cert_pair(const std::string& cert_pem, const std::string& key_pem) {
+  using R = Result<std::shared_ptr<CertPair>>;
   ERR_clear_error();
   auto pair = std::make_shared<CertPair>();
   BIO* cb = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
   pair->cert = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
   if (!pair->cert) {
     BIO_free(cb);
-    err = "certificate: no PEM certificate (" + openssl_error() + ")";
-    return nullptr;
+    return R::failure("certificate: no PEM certificate (" + openssl_error() + ")");
   }
   pair->chain = sk_X509_new_null();
   while (X509* extra = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr)) sk_X509_push(pair->chain, extra);
@@ -72,14 +71,10 @@ std::shared_ptr<CertPair> parse_cert_pair(const std::string& cert_pem, const std
   BIO* kb = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
   pair->key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
   BIO_free(kb);
-  if (!pair->key) {
-    err = "private key: no PEM private key (" + openssl_error() + ")";
-    return nullptr;
-  }
+  if (!pair->key) return R::failure("private key: no PEM private key (" + openssl_error() + ")");
   if (X509_check_private_key(pair->cert, pair->key) != 1) {
     ERR_clear_error();
-    err = "private key does not match the certificate";
-    return nullptr;
+    return R::failure("private key does not match the certificate");
   }
   pair->not_after = asn1_to_time(X509_get0_notAfter(pair->cert));
   char name[256];
@@ -88,7 +83,7 @@ std::shared_ptr<CertPair> parse_cert_pair(const std::string& cert_pem, const std
   return pair;
 }
 
-bool CertStore::load(std::string& err) {
+Status CertStore::load() {
   FileStamp cs = stamp_of(cert_file_);
   FileStamp ks = stamp_of(key_file_);
   {
@@ -97,19 +92,13 @@ bool CertStore::load(std::string& err) {
     key_stamp_ = ks;
   }
   std::string cert_pem, key_pem;
-  if (!read_file(cert_file_, cert_pem)) {
-    err = cert_file_ + ": cannot read";
-    return false;
-  }
-  if (!read_file(key_file_, key_pem)) {
-    err = key_file_ + ": cannot read";
-    return false;
-  }
-  auto pair = parse_cert_pair(cert_pem, key_pem, err);
-  if (!pair) return false;
+  if (!read_file(cert_file_, cert_pem)) return Status::failure(cert_file_ + ": cannot read");
+  if (!read_file(key_file_, key_pem)) return Status::failure(key_file_ + ": cannot read");
+  auto pair = parse_cert_pair(cert_pem, key_pem);
+  if (!pair) return Status::failure(pair.error());
   std::lock_guard<std::mutex> lock(mu_);
-  current_ = std::move(pair);
-  return true;
+  current_ = std::move(*pair);
+  return Ok{};
 }
 
 bool CertStore::changed() const {

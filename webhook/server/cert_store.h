@@ -2,6 +2,7 @@
 // to every new TLS handshake through OpenSSL's certificate callback (open connections keep theirs).
 #pragma once
 
+#include "base/result.h"
 #include <openssl/ssl.h>
 #include <sys/stat.h>
 
@@ -40,8 +41,8 @@ class CertStore {
       : cert_file_(std::move(cert_file)), key_file_(std::move(key_file)) {}
 
   // Reads both files, checks that the key matches the certificate, and swaps it in.
-  // On failure the current pair stays and `err` says why.
-  bool load(std::string& err);
+  // On failure the current pair stays and the failure says why.
+  Status load();
 
   // True when either file changed since the last load attempt.
   bool changed() const;
@@ -62,8 +63,7 @@ class CertStore {
   FileStamp key_stamp_;
 };
 
-// Parses a PEM certificate chain and key; on error returns nullptr with `err`.
-std::shared_ptr<CertPair> parse_cert_pair(const std::string& cert_pem, const std::string& key_pem,
-                                          std::string& err);
+// Parses a PEM certificate chain and key.
+Result<std::shared_ptr<CertPair>> parse_cert_pair(const std::string& cert_pem, const std::string& key_pem);
 
 }  // namespace shmguard::server

@@ -161,7 +161,7 @@ EventLoopServer::~EventLoopServer() {
   if (listen_fd_ >= 0) ::close(listen_fd_);
 }
 
-bool EventLoopServer::bind(const std::string& address, int port, std::string& err) {
+Status EventLoopServer::bind(const std::string& address, int port) {
   sockaddr_storage ss{};
   socklen_t len = 0;
   int family = AF_INET;
@@ -170,8 +170,7 @@ bool EventLoopServer::bind(const std::string& address, int port, std::string& er
     a6->sin6_family = AF_INET6;
     a6->sin6_port = htons(static_cast<std::uint16_t>(port));
     if (inet_pton(AF_INET6, address.c_str(), &a6->sin6_addr) != 1) {
-      err = "invalid bind address " + address;
-      return false;
+      return Status::failure("invalid bind address " + address);
     }
     family = AF_INET6;
     len = sizeof(sockaddr_in6);
@@ -180,30 +179,26 @@ bool EventLoopServer::bind(const std::string& address, int port, std::string& er
     a4->sin_family = AF_INET;
     a4->sin_port = htons(static_cast<std::uint16_t>(port));
     if (inet_pton(AF_INET, address.c_str(), &a4->sin_addr) != 1) {
-      err = "invalid bind address " + address;
-      return false;
+      return Status::failure("invalid bind address " + address);
     }
     len = sizeof(sockaddr_in);
   }
   listen_fd_ = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) {
-    err = std::string("socket: ") + std::strerror(errno);
-    return false;
-  }
+  if (listen_fd_ < 0) return Status::failure(std::string("socket: ") + std::strerror(errno));
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(listen_fd_, 1024) != 0) {
-    err = "cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(errno);
+    std::string why = "cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(errno);
     ::close(listen_fd_);
     listen_fd_ = -1;
-    return false;
+    return Status::failure(why);
   }
   sockaddr_storage bound{};
   socklen_t blen = sizeof bound;
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &blen);
   port_ = family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                              : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return true;
+  return Ok{};
 }
 
 void EventLoopServer::start() {

@@ -3,6 +3,7 @@
 // multiplexes all of its connections, and each request must arrive whole within a deadline.
 #pragma once
 
+#include "base/result.h"
 #include <openssl/ssl.h>
 
 #include <atomic>
@@ -22,7 +23,7 @@ class EventLoopServer {
   ~EventLoopServer();
 
   // Binds and listens; port 0 picks a free port. False with `err` on failure.
-  bool bind(const std::string& address, int port, std::string& err);
+  Status bind(const std::string& address, int port);
   int port() const { return port_; }
 
   // Starts the worker threads.

@@ -53,35 +53,27 @@ std::shared_ptr<const config::Config> WebhookServer::config() const {
   return config_;
 }
 
-bool WebhookServer::setup_tls(std::string& err) {
+Status WebhookServer::setup_tls() {
   ssl_ctx_ = SSL_CTX_new(TLS_server_method());
-  if (!ssl_ctx_) {
-    err = "SSL_CTX_new: " + openssl_error();
-    return false;
-  }
+  if (!ssl_ctx_) return Status::failure("SSL_CTX_new: " + openssl_error());
   int min = opts_.tls_min_version == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION;
   SSL_CTX_set_min_proto_version(ssl_ctx_, min);
   SSL_CTX_set_options(ssl_ctx_, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                     SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_mode(ssl_ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  if (SSL_CTX_set_cipher_list(ssl_ctx_, kTls12Ciphers) != 1) {
-    err = "cipher list: " + openssl_error();
-    return false;
-  }
+  if (SSL_CTX_set_cipher_list(ssl_ctx_, kTls12Ciphers) != 1) return Status::failure("cipher list: " + openssl_error());
   // Only HTTP/1.1 is spoken; no ALPN callback means h2 is never negotiated.
   SSL_CTX_set_session_cache_mode(ssl_ctx_, SSL_SESS_CACHE_SERVER);
   certs_.attach(ssl_ctx_);
-  return true;
+  return Ok{};
 }
 
-bool WebhookServer::start(std::string& err) {
+Status WebhookServer::start() {
   if (opts_.tls_min_version != "1.2" && opts_.tls_min_version != "1.3") {
-    err = "--tls-min-version must be 1.2 or 1.3";
-    return false;
+    return Status::failure("--tls-min-version must be 1.2 or 1.3");
   }
-  if (!certs_.load(err)) {
-    err = "loading the serving certificate: " + err;
-    return false;
+  if (auto loaded = certs_.load(); !loaded) {
+    return Status::failure("loading the serving certificate: " + loaded.error());
   }
   auto pair = certs_.current();
   metrics_.set_cert_expiry(static_cast<double>(pair->not_after));
@@ -92,13 +84,10 @@ bool WebhookServer::start(std::string& err) {
   } else {
     config_stamp_ = stamp_of(opts_.config_file);
     auto r = config::load_config_file(opts_.config_file);
-    if (!r.ok()) {
-      err = r.error();
-      return false;
-    }
+    if (!r.ok()) return Status::failure(r.error());
     config_ = std::make_shared<const config::Config>(std::move(*r));
   }
-  if (!setup_tls(err)) return false;
+  if (auto tls = setup_tls(); !tls) return tls;
 
   LoopOptions lo = opts_.loop;
   if (lo.threads <= 0) lo.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -108,7 +97,7 @@ bool WebhookServer::start(std::string& err) {
   };
   https_ = std::make_unique<EventLoopServer>(
       lo, ssl_ctx_, [this](const HttpRequest& q, HttpResponse& s) { handle_https(q, s); }, reject);
-  if (!https_->bind(opts_.bind_address, opts_.port, err)) return false;
+  if (auto b = https_->bind(opts_.bind_address, opts_.port); !b) return b;
   port_ = https_->port();
   if (opts_.metrics_port >= 0) {
     LoopOptions mo = lo;
@@ -117,7 +106,7 @@ bool WebhookServer::start(std::string& err) {
     mo.max_connections = 256;
     http_ = std::make_unique<EventLoopServer>(mo, nullptr,
                                               [this](const HttpRequest& q, HttpResponse& s) { handle_http(q, s); });
-    if (!http_->bind(opts_.bind_address, opts_.metrics_port, err)) return false;
+    if (auto b = http_->bind(opts_.bind_address, opts_.metrics_port); !b) return b;
     metrics_port_ = http_->port();
     http_->start();
   }
@@ -128,7 +117,7 @@ bool WebhookServer::start(std::string& err) {
   log(Level::kInfo, "serving",
       {{"port", port_}, {"metrics_port", metrics_port_}, {"tls_min_version", opts_.tls_min_version},
        {"threads", lo.threads}});
-  return true;
+  return Ok{};
 }
 
 bool WebhookServer::health(const HttpRequest& req, HttpResponse& res) {
@@ -220,15 +209,14 @@ void WebhookServer::handle_https(const HttpRequest& req, HttpResponse& res) {
 
 void WebhookServer::check_reload() {
   if (certs_.changed()) {
-    std::string err;
-    if (certs_.load(err)) {
+    if (auto loaded = certs_.load(); loaded) {
       auto pair = certs_.current();
       metrics_.cert_reload(true);
       metrics_.set_cert_expiry(static_cast<double>(pair->not_after));
       log(Level::kInfo, "certificate reloaded", {{"subject", pair->subject}, {"not_after", pair->not_after}});
     } else {
       metrics_.cert_reload(false);
-      log(Level::kError, "certificate reload failed; keeping the previous certificate", {{"error", err}});
+      log(Level::kError, "certificate reload failed; keeping the previous certificate", {{"error", loaded.error()}});
     }
   }
   if (!opts_.config_file.empty()) {

@@ -36,7 +36,7 @@ class WebhookServer {
   ~WebhookServer();
 
   // Loads certificate and config, binds both ports. False with `err` on failure.
-  bool start(std::string& err);
+  Status start();
   // Blocks until shutdown() completes the drain.
   void wait();
   // Readiness goes false, new work is refused after the delay, in-flight requests finish.
@@ -49,7 +49,7 @@ class WebhookServer {
   void reload_loop();
   void check_reload();
   std::shared_ptr<const config::Config> config() const;
-  bool setup_tls(std::string& err);
+  Status setup_tls();
   void handle_https(const HttpRequest& req, HttpResponse& res);
   void handle_http(const HttpRequest& req, HttpResponse& res);
   bool health(const HttpRequest& req, HttpResponse& res);

@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# One real node beside hack/cluster.sh's control plane: a second containerd (its own root, state and
+# socket; Docker's stays untouched) with runc and Debian's CNI plugins on a bridge of the project's
+# own, the kubelet, kube-scheduler, kube-controller-manager, kube-proxy (iptables) and CoreDNS.
+# Called by `hack/cluster.sh up --node` / `down`; not meant to be run alone.
+#   usage: hack/node/node.sh up|down DIR BINDIR     (DIR holds the control plane's pki/ and kubeconfig)
+#          hack/node/node.sh load DIR IMAGE...      (Docker's images into the node's containerd)
+# Every component listens on 127.0.0.1 but CoreDNS, which answers pods on the bridge's own address.
+# Pods live on the bridge NODE_BRIDGE (NODE_POD_CIDR); no rule lets them reach any other network.
+# Each process has a PID file under DIR/node and is stopped by PID; `down` also stops and removes
+# every pod sandbox through the CRI (so the CNI plugin removes its veth and netns), unmounts what the
+# kubelet mounted, and removes the kube-proxy rules, the forward rules, the bridge, the kubepods
+# cgroups and the CNI state it made. tests/node/test_node_lifecycle.py checks that nothing is left.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+action=${1:?usage: node.sh up|down DIR BINDIR}
+dir=${2:?cluster dir}
+bindir=${3:-}
+node=$dir/node
+log() { echo "node: $*" >&2; }
+
+# The node's fixed facts. The bridge name and the /24 are the project's own; nothing else uses them.
+# The node is named by its address, 127.0.0.1: the kubelet refuses a loopback --node-ip but takes
+# a --hostname-override that is an IP as its InternalIP, which is where the API server reaches it.
+NODE_NAME=127.0.0.1
+NODE_BRIDGE=shmguard0
+NODE_POD_CIDR=10.213.0.0/24
+NODE_GATEWAY=10.213.0.1
+NODE_CNI_NETWORK=shmguard-node
+PAUSE_IMAGE=shmguard.test/pause:1
+SOCK=$node/containerd/containerd.sock
+
+# Kernel settings the kubelet (its kernel tunables) and kube-proxy (conntrack, localnet) may change:
+# saved at `up`, put back at `down`.
+SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys
+kernel.keys.root_maxbytes net.ipv4.conf.all.route_localnet net.netfilter.nf_conntrack_max
+net.netfilter.nf_conntrack_tcp_timeout_established net.netfilter.nf_conntrack_tcp_timeout_close_wait
+net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables"
+
+save_sysctls() {
+  local k
+  for k in $SYSCTLS; do
+    [[ -e "/proc/sys/${k//.//}" ]] && echo "$k=$(cat "/proc/sys/${k//.//}")"
+  done >"$node/sysctl.saved"
+}
+
+restore_sysctls() {
+  local line
+  [[ -f "$node/sysctl.saved" ]] || return 0
+  while IFS= read -r line; do
+    local key=${line%%=*}
+    echo "${line#*=}" >"/proc/sys/${key//.//}" 2>/dev/null || true
+  done <"$node/sysctl.saved"
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+start() {  # NAME COMMAND...: runs COMMAND in the background, logs to NAME.log, PID in NAME.pid
+  local name=$1
+  shift
+  "$@" >"$node/$name.log" 2>&1 &
+  echo $! >"$node/$name.pid"
+}
+
+stop_pid() {  # NAME: TERM, then KILL after 10 s
+  local f=$node/$1.pid pid
+  [[ -f "$f" ]] || return 0
+  pid=$(cat "$f")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$f"
+}
+
+wait_until() {  # SECONDS WHAT COMMAND...
+  local deadline=$(($(date +%s) + $1)) what=$2
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    if (($(date +%s) > deadline)); then
+      log "timed out waiting for $what"
+      tail -n 20 "$node"/*.log >&2 || true
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+require() {
+  (($(id -u) == 0)) || { log "needs root (containerd, the kubelet and kube-proxy manage mounts and iptables)"; exit 1; }
+  local missing=() c
+  for c in containerd runc iptables ip gcc docker; do command -v "$c" >/dev/null || missing+=("$c"); done
+  [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
+  ((${#missing[@]} == 0)) || { log "missing: ${missing[*]} (hack/deps.sh node installs them)"; exit 1; }
+  for c in kubelet kube-scheduler kube-controller-manager kube-proxy coredns crictl; do
+    [[ -x "$bindir/$c" ]] || { log "$c not in $bindir (hack/testbin.sh builds it)"; exit 1; }
+  done
+}
+
+network() {
+  ip link add "$NODE_BRIDGE" type bridge
+  ip addr add "$NODE_GATEWAY/${NODE_POD_CIDR#*/}" dev "$NODE_BRIDGE"
+  ip link set "$NODE_BRIDGE" up
+  # Docker sets the FORWARD policy to DROP; pod to pod (also through a Service) stays on the bridge.
+  iptables -I FORWARD -i "$NODE_BRIDGE" -o "$NODE_BRIDGE" -m comment --comment shmguard-node -j ACCEPT
+  mkdir -p "$node/cni" "$node/cni-ipam"
+  cat >"$node/cni/10-shmguard.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$NODE_CNI_NETWORK",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$NODE_BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$node/cni-ipam",
+        "ranges": [[{"subnet": "$NODE_POD_CIDR", "gateway": "$NODE_GATEWAY"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {"type": "loopback"}
+  ]
+}
+EOF
+}
+
+containerd_up() {
+  mkdir -p "$node/containerd"
+  cat >"$node/containerd/config.toml" <<EOF
+version = 2
+root = "$node/containerd/root"
+state = "$node/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
+[grpc]
+  address = "$SOCK"
+[ttrpc]
+  address = "$SOCK.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$node/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  # This VM refuses a negative oom_score_adj; without this runc fails every sandbox.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$node/cni"
+EOF
+  start containerd containerd --config "$node/containerd/config.toml"
+  wait_until 30 containerd ctr -a "$SOCK" version
+}
+
+import_image() {  # IMAGE: from Docker's store into the node's
+  docker save "$1" | ctr -a "$SOCK" -n k8s.io images import --no-unpack - >/dev/null
+}
+
+pause_image() {
+  local b=$node/pause-build
+  mkdir -p "$b"
+  gcc -static -O2 -o "$b/pause" "$here/pause.c"
+  printf 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n' >"$b/Dockerfile"
+  docker build -q -t "$PAUSE_IMAGE" "$b" >/dev/null
+  import_image "$PAUSE_IMAGE"
+}
+
+kubeconfig() { echo "$dir/kubeconfig"; }
+
+dns_up() {
+  local health ready
+  health=$(free_port); ready=$(free_port)
+  cat >"$node/Corefile" <<EOF
+cluster.local:53 in-addr.arpa:53 {
+    bind $NODE_GATEWAY
+    errors
+    health 127.0.0.1:$health
+    ready 127.0.0.1:$ready
+    kubernetes cluster.local in-addr.arpa {
+        kubeconfig $(kubeconfig) test
+        pods insecure
+    }
+}
+EOF
+  start coredns "$bindir/coredns" -conf "$node/Corefile"
+  echo "$ready" >"$node/coredns.ready-port"
+}
+
+kubelet_up() {
+  local port healthz
+  port=$(free_port); healthz=$(free_port)
+  mkdir -p "$node/kubelet" "$node/pod-logs"
+  : >"$node/resolv.conf"  # pods get cluster DNS only: no search domain or server of this host's
+  cat >"$node/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: $port
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $healthz
+containerRuntimeEndpoint: unix://$SOCK
+cgroupDriver: cgroupfs
+failSwapOn: false
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+enforceNodeAllocatable: []
+evictionHard: {}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+clusterDNS: [$NODE_GATEWAY]
+clusterDomain: cluster.local
+resolvConf: $node/resolv.conf
+podLogsDir: $node/pod-logs
+serializeImagePulls: false
+EOF
+  start kubelet "$bindir/kubelet" --config "$node/kubelet.yaml" --kubeconfig "$(kubeconfig)" \
+    --root-dir "$node/kubelet" --hostname-override "$NODE_NAME"
+  echo "$healthz" >"$node/kubelet.healthz-port"
+}
+
+controllers_up() {
+  local p=$dir/pki
+  start kube-controller-manager "$bindir/kube-controller-manager" --kubeconfig "$(kubeconfig)" \
+    --bind-address 127.0.0.1 --secure-port "$(free_port)" --leader-elect=false \
+    --controllers '*,-nodeipam' --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
+    --use-service-account-credentials=false --cluster-cidr "$NODE_POD_CIDR" --allocate-node-cidrs=false
+  start kube-scheduler "$bindir/kube-scheduler" --kubeconfig "$(kubeconfig)" \
+    --bind-address 127.0.0.1 --secure-port "$(free_port)" --leader-elect=false
+  cat >"$node/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection:
+  kubeconfig: $(kubeconfig)
+hostnameOverride: $NODE_NAME
+bindAddress: 127.0.0.1
+healthzBindAddress: 127.0.0.1:$(free_port)
+metricsBindAddress: 127.0.0.1:$(free_port)
+clusterCIDR: $NODE_POD_CIDR
+nodePortAddresses: [$NODE_GATEWAY/32]
+conntrack:  # 0: leave this host's conntrack settings as they are
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+EOF
+  start kube-proxy "$bindir/kube-proxy" --config "$node/kube-proxy.yaml"
+}
+
+node_ready() {
+  "$bindir/kubectl" --kubeconfig "$(kubeconfig)" get node "$NODE_NAME" \
+    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.spec.taints}' | grep -qx 'True '
+}
+
+up() {
+  require
+  local t0; t0=$(date +%s)
+  mkdir -p "$node"
+  save_sysctls
+  network
+  containerd_up
+  pause_image
+  dns_up
+  kubelet_up
+  controllers_up
+  wait_until 120 "node $NODE_NAME Ready and untainted" node_ready
+  wait_until 30 "CoreDNS ready" curl -fsS "http://127.0.0.1:$(cat "$node/coredns.ready-port")/ready"
+  # The namespace controller gives every namespace its default ServiceAccount; pods need it.
+  wait_until 30 "the default ServiceAccount" "$bindir/kubectl" --kubeconfig "$(kubeconfig)" get serviceaccount default
+  log "node $NODE_NAME Ready in $(($(date +%s) - t0))s (containerd $(containerd --version | awk '{print $3}'), pods on $NODE_BRIDGE $NODE_POD_CIDR)"
+}
+
+# The KUBE-* chains and the jumps to them: kube-proxy's (its --cleanup removes most) and the
+# kubelet's own (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT), in IPv4 and IPv6. Only the
+# node's components make KUBE-* chains on this host.
+drop_kube_chains() {
+  local cmd table rule chain
+  for cmd in iptables ip6tables; do
+    command -v "$cmd" >/dev/null || continue
+    for table in filter nat mangle raw; do
+      { "$cmd"-save -t "$table" 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE-' || true; } | while read -r rule; do
+        eval "$cmd -t $table -D ${rule#-A }" 2>/dev/null || true
+      done
+      for chain in $("$cmd"-save -t "$table" 2>/dev/null | sed -n 's/^:\(KUBE-[A-Z0-9-]*\) .*/\1/p'); do
+        "$cmd" -t "$table" -F "$chain" 2>/dev/null || true
+      done
+      for chain in $("$cmd"-save -t "$table" 2>/dev/null | sed -n 's/^:\(KUBE-[A-Z0-9-]*\) .*/\1/p'); do
+        "$cmd" -t "$table" -X "$chain" 2>/dev/null || true
+      done
+    done
+  done
+}
+
+crictl() {
+  printf 'runtime-endpoint: unix://%s\ntimeout: 30\n' "$SOCK" >"$node/crictl.yaml"
+  "$bindir/crictl" --config "$node/crictl.yaml" "$@"
+}
+
+down() {
+  [[ -d "$node" ]] || return 0
+  # The kubelet first, so it restarts nothing; then every pod sandbox through the CRI, which runs the
+  # CNI DEL (veth, netns, IP) and stops the containers; then the runtime itself.
+  stop_pid kubelet
+  if [[ -S "$SOCK" ]] && [[ -n "$bindir" && -x "$bindir/crictl" ]]; then
+    crictl stopp $(crictl pods -q) >/dev/null 2>&1 || true
+    crictl rmp -af >/dev/null 2>&1 || true
+  fi
+  for name in kube-proxy kube-scheduler kube-controller-manager coredns; do stop_pid "$name"; done
+  if [[ -S "$SOCK" ]]; then  # a task the CRI did not reach: kill it so its shim exits
+    local t
+    for t in $(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr -a "$SOCK" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1 || true
+    done
+  fi
+  stop_pid containerd
+  pkill -KILL -f "containerd-shim-runc-v2 .*-address $SOCK" 2>/dev/null || true
+  # What the kubelet and the runtime mounted under the node's dir (emptyDirs, tokens, rootfs, its own
+  # root dir bind mount), deepest first; then the netns the CRI left behind, if any.
+  local m
+  for _ in 1 2 3; do
+    for m in $(awk -v d="$node/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r); do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+  done
+  awk -v d="$node" '$2 == d {print $2}' /proc/self/mounts | while read -r m; do umount -l "$m" || true; done
+  for m in $(grep -l "$NODE_CNI_NETWORK" /var/lib/cni/results/* 2>/dev/null); do
+    local ns; ns=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("netns", ""))' "$m" 2>/dev/null || true)
+    [[ "$ns" == /var/run/netns/* || "$ns" == /run/netns/* ]] && ip netns delete "$(basename "$ns")" 2>/dev/null
+    rm -f "$m"
+  done
+  if [[ -n "$bindir" && -x "$bindir/kube-proxy" ]]; then
+    "$bindir/kube-proxy" --cleanup >/dev/null 2>&1 || true
+  fi
+  drop_kube_chains
+  while iptables -D FORWARD -i "$NODE_BRIDGE" -o "$NODE_BRIDGE" -m comment --comment shmguard-node -j ACCEPT 2>/dev/null; do :; done
+  ip link delete "$NODE_BRIDGE" 2>/dev/null || true
+  restore_sysctls
+  # The kubelet's cgroups (cgroupfs driver, cgroup v1 or v2), leaves first.
+  find /sys/fs/cgroup -maxdepth 2 -type d -name kubepods -print0 2>/dev/null |
+    xargs -0 -r -I{} find {} -depth -type d -exec rmdir {} + 2>/dev/null || true
+  # Container log links the kubelet keeps in the one fixed place it has for them.
+  find /var/log/containers -maxdepth 1 -type l -lname "$node/*" -delete 2>/dev/null || true
+  rm -rf "$node"
+}
+
+load() {
+  [[ -S "$SOCK" ]] || { log "no node runs in $dir (hack/cluster.sh up --node)"; exit 1; }
+  local image t0
+  for image in "$@"; do
+    t0=$(date +%s)
+    docker image inspect "$image" >/dev/null || { log "no image $image in Docker"; exit 1; }
+    import_image "$image"
+    log "loaded $image in $(($(date +%s) - t0))s"
+  done
+}
+
+case "$action" in
+  up) up ;;
+  down) down ;;
+  load) shift 2; load "$@" ;;
+  *) log "usage: node.sh up|down DIR BINDIR | load DIR IMAGE..."; exit 2 ;;
+esac

@@ -1,0 +1,197 @@
+"""Tests on a real node: `hack/cluster.sh up --node` starts etcd, kube-apiserver, the controller
+manager, the scheduler, containerd, the kubelet, kube-proxy and CoreDNS for the session, and always
+stops them. Nothing plays the kubelet's part here: the chart's Deployment runs on the node behind
+its Service, and Jobs run the real PyTorch DataLoader in the /dev/shm the kubelet mounts.
+
+Images (nothing can be pulled): SHMGUARD_IMAGE (the Dockerfile's, built by hack/test.sh's image
+stage; built here when missing) and the training image from hack/node/training.Dockerfile, which
+Docker's layer cache keys by its inputs. The training image is also tagged with the PyTorch image
+name README's `kubectl run shm-check` uses, so that command runs as written."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+_CLUSTER = Path(__file__).resolve().parents[1] / "cluster"
+sys.path.insert(0, str(_CLUSTER))
+sys.path.insert(0, str(_CLUSTER.parent))  # readme_blocks
+_spec = importlib.util.spec_from_file_location("cluster_conftest", _CLUSTER / "conftest.py")
+cluster_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cluster_conftest)
+Cluster, HACK, SRC, BIN = cluster_conftest.Cluster, cluster_conftest.HACK, cluster_conftest.SRC, cluster_conftest.BIN
+
+IMAGE = os.environ.get("SHMGUARD_IMAGE") or "shmguard:test"
+TRAINING_IMAGE = "shmguard-training:test"
+README_PYTORCH_IMAGE = "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime"
+NAMESPACE = "shmguard"  # README's
+# The chart as README installs it, with the local image (no registry holds it).
+IMAGE_VALUES = ["--set", f"image.repository={IMAGE.split(':')[0]},image.tag={IMAGE.split(':')[1]},"
+                "image.pullPolicy=Never"]
+
+
+def docker(*args, check=True, timeout=1800):
+    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError(f"docker {' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def have_image(name):
+    return docker("image", "inspect", name, check=False).returncode == 0
+
+
+def build_images():
+    t0 = time.time()
+    if not have_image(IMAGE):
+        subprocess.run([str(HACK / "base-images.sh")], check=True)
+        docker("build", "-q", "-t", IMAGE, str(SRC))
+    docker("build", "-q", "-t", TRAINING_IMAGE, "-f", str(HACK / "node" / "training.Dockerfile"),
+           str(SRC / "tests" / "e2e"))
+    docker("tag", TRAINING_IMAGE, README_PYTORCH_IMAGE)
+    return time.time() - t0
+
+
+class Node(Cluster):
+    def logs(self, *args):
+        return self.kubectl("logs", *args, check=False, timeout=60).stdout
+
+    def wait(self, what, cond, timeout=180, every=1.0):
+        deadline = time.time() + timeout
+        while True:
+            v = cond()
+            if v:
+                return v
+            if time.time() > deadline:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            time.sleep(every)
+
+    def job_done(self, name, ns):
+        """'Complete' or 'Failed' once the job controller has decided, else None."""
+        st = self.get("job", name, "-n", ns).get("status", {})
+        for c in st.get("conditions", []):
+            if c["type"] in ("Complete", "Failed") and c["status"] == "True":
+                return c["type"]
+        return None
+
+    def pod_of_job(self, name, ns):
+        pods = self.get("pods", "-n", ns, "-l", f"job-name={name}")["items"]
+        return pods[0] if pods else None
+
+
+def _lines(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return r.stdout.splitlines() if r.returncode == 0 else []
+
+
+def host_state(cluster_dir):
+    """What of the node is on this host: its processes (by path, or in a kubepods cgroup), mounts,
+    netns, bridge and veths, iptables rules, kubepods cgroups, CNI state and log links."""
+    d = str(cluster_dir)
+    procs = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            cgroup = Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            continue
+        if d in args or "kubepods" in cgroup:
+            procs.append(args)
+    rules = [line for cmd in (["iptables-save"], ["ip6tables-save"]) for line in _lines(cmd)
+             if "KUBE-" in line or "shmguard" in line]
+    cni = [str(p) for p in Path("/var/lib/cni/results").glob("*") if "shmguard-node" in p.name] \
+        if Path("/var/lib/cni/results").is_dir() else []
+    logs = [str(p) for p in Path("/var/log/containers").glob("*") if p.is_symlink() and d in os.readlink(p)] \
+        if Path("/var/log/containers").is_dir() else []
+    return {
+        "processes": sorted(procs),
+        "mounts": sorted(line for line in Path("/proc/self/mounts").read_text().splitlines() if d in line),
+        "netns": sorted(_lines(["ip", "netns", "list"])),
+        "bridge": sorted(_lines(["ip", "-o", "link", "show", "shmguard0"]) +
+                         _lines(["ip", "-o", "link", "show", "master", "shmguard0"])),
+        "iptables": sorted(rules),
+        "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/kubepods")) +
+                   sorted(str(p) for p in Path("/sys/fs/cgroup").glob("kubepods*")),
+        "cni": sorted(cni),
+        "log_links": sorted(logs),
+    }
+
+
+@pytest.fixture(scope="session")
+def node(tmp_path_factory):
+    d = tmp_path_factory.mktemp("node")
+    env = dict(os.environ, CLUSTER_DIR=str(d / "cp"))
+    images_s = build_images()
+    host_before = host_state(d / "cp")
+    t0 = time.time()
+    r = subprocess.run([str(HACK / "cluster.sh"), "up", "--node"], capture_output=True, text=True, env=env,
+                       timeout=1800)
+    if r.returncode != 0:
+        subprocess.run([str(HACK / "cluster.sh"), "down"], env=env, capture_output=True, timeout=300)
+        raise RuntimeError("hack/cluster.sh up --node failed:\n" + r.stderr)
+    sys.stderr.write(r.stderr)
+    for part in r.stdout.split("export ", 1)[1].split():
+        k, v = part.split("=", 1)
+        env[k] = v.replace("$PATH", os.environ["PATH"])
+    n = Node(env)
+    n.dir = Path(env["CLUSTER_DIR"])
+    n.host_before = host_before
+    n.startup_seconds = time.time() - t0
+    try:
+        t1 = time.time()
+        r = subprocess.run([str(HACK / "cluster.sh"), "load", IMAGE, TRAINING_IMAGE, README_PYTORCH_IMAGE],
+                           capture_output=True, text=True, env=env, timeout=1200)
+        assert r.returncode == 0, r.stderr
+        sys.stderr.write(f"node: images built in {images_s:.0f}s, node up in {n.startup_seconds:.0f}s, "
+                         f"images loaded in {time.time() - t1:.0f}s\n")
+        yield n
+    finally:
+        subprocess.run([str(HACK / "cluster.sh"), "down"], env=env, capture_output=True, timeout=300)
+
+
+def pytest_collection_modifyitems(items):
+    """test_teardown stops the session's node: it runs last."""
+    items.sort(key=lambda item: item.module.__name__ == "test_teardown")
+
+
+README_INSTALL = "helm install shmguard charts/shmguard --namespace shmguard --create-namespace"
+
+
+@pytest.fixture(scope="session")
+def release(node):
+    """README's default install (selfSigned) run as written, from the repository's top, with the local
+    image; waits for both replicas. The other tests use it as the cluster's webhook."""
+    from readme_blocks import commands, section
+    assert README_INSTALL in commands(section("Install with Helm"))
+    t0 = time.time()
+    r = subprocess.run(["bash", "-c", README_INSTALL + " " + " ".join(IMAGE_VALUES) + " --wait --timeout 180s"],
+                       cwd=SRC, env=node.env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, f"{README_INSTALL} failed:\n{r.stdout}\n{r.stderr}"
+    node.install_seconds = time.time() - t0
+    yield node
+
+
+def pod_json(name, annotations=None, image=TRAINING_IMAGE, command=None, limits=None, labels=None, **spec):
+    c = {"name": "train", "image": image, "imagePullPolicy": "Never", "command": command or ["sleep", "300"]}
+    if limits:
+        c["resources"] = {"limits": limits}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "annotations": annotations or {}, "labels": labels or {}},
+        "spec": {"containers": [c], **spec},
+    }
+
+
+def shm_volume(pod):
+    for v in pod["spec"].get("volumes", []):
+        if v["name"] == "shmguard-dshm":
+            return v
+    return None
+
+
+def dumps(obj):
+    return json.dumps(obj, indent=1)

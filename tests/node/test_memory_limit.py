@@ -1,0 +1,50 @@
+"""A need above the pod's memory limit, on the real node. shmguard injects what the annotations need
+and warns (kubectl prints the warning); the kubelet then mounts /dev/shm at the memory limit, not at
+the sizeLimit (it caps a Memory emptyDir there); and the workload's pages in /dev/shm count against
+the same limit as its processes. What happens to the workload is measured here, and README and the
+warning say it."""
+import json
+import re
+import sys
+
+from conftest import TRAINING_IMAGE, shm_volume
+from test_training_job import BUS_ERROR, MiB, shm_bytes
+
+LIMIT = "512Mi"
+# (4 workers x prefetch 2 + 1) x 32 x 1 MiB = 288 MiB of /dev/shm at the peak, plus the processes.
+WORKLOAD = "--batch-size 32 --num-workers 4 --sample-size 1048576 --steps 8"
+
+
+def pod():
+    script = ("df -B1 --output=size /dev/shm | tail -n 1 | sed 's/^ */shm-bytes /'; "
+              f"exec python3 /opt/shmguard/dataloader_workload.py {WORKLOAD}")
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "over-the-limit", "annotations": {
+            "shmguard.io/batch-size": "32", "shmguard.io/num-workers": "4", "shmguard.io/sample-size": "1Mi"}},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "train", "image": TRAINING_IMAGE, "imagePullPolicy": "Never", "command": ["sh", "-c", script],
+            "resources": {"limits": {"memory": LIMIT}}}]},
+    }
+
+
+def test_need_above_the_memory_limit(release):
+    node = release
+    ns = node.namespace("memory-limit")
+    r = node.kubectl("create", "-n", ns, "-f", "-", "-o", "json", stdin=json.dumps(pod()))
+    created = json.loads(r.stdout)
+    # The admission warning, as kubectl prints it to the user who created the pod.
+    assert re.search(r"Warning: .*exceeds the pod memory limit 512", r.stderr), r.stderr
+    size = shm_volume(created)["emptyDir"]["sizeLimit"]
+    assert size == "1Gi"
+    st = node.wait("pod over-the-limit done", lambda: (lambda p: p if p["status"].get("phase") in
+                                                       ("Succeeded", "Failed") else None)(
+        node.get("pod", "over-the-limit", "-n", ns)), timeout=300, every=2)
+    log = node.logs("-n", ns, "over-the-limit")
+    term = st["status"]["containerStatuses"][0]["state"]["terminated"]
+    sys.stderr.write(f"memory limit {LIMIT}, injected {size}: /dev/shm {shm_bytes(log) / MiB:.0f} MiB, "
+                     f"phase {st['status']['phase']}, reason {term.get('reason')}, exit {term.get('exitCode')}; "
+                     f"log tail: {log.strip().splitlines()[-1:]}\n")
+    # The kubelet capped the tmpfs at the memory limit.
+    assert shm_bytes(log) == 512 * MiB, log
+    node.kubectl("delete", "namespace", ns, "--wait=false", check=False)

@@ -1,0 +1,26 @@
+"""README.md's sections and shell blocks, for the tests that run README's commands as written
+(tests/cluster/test_readme.py, tests/node/test_readme.py)."""
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def section(title):
+    """The text of README's `## title` section, up to the next `## ` heading."""
+    text = README.read_text()
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else len(text)]
+
+
+def commands(block_text):
+    """Shell commands of the fenced blocks in `block_text`: continuation lines joined, comments dropped."""
+    out = []
+    for block in re.findall(r"```sh\n(.*?)```", block_text, re.S):
+        joined = block.replace("\\\n", " ")
+        for line in joined.splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            if line and not line.startswith("#"):
+                out.append(re.sub(r"\s+", " ", line))
+    return out
