@@ -34,7 +34,8 @@ def test_need_above_the_memory_limit(release):
     r = node.kubectl("create", "-n", ns, "-f", "-", "-o", "json", stdin=json.dumps(pod()))
     created = json.loads(r.stdout)
     # The admission warning, as kubectl prints it to the user who created the pod.
-    assert re.search(r"Warning: .*exceeds the pod memory limit 512", r.stderr), r.stderr
+    assert re.search(r"Warning: /dev/shm 1Gi exceeds the pod memory limit 512Mi: the kubelet caps /dev/shm at the "
+                     r"limit .* past the limit the pod is OOM-killed", r.stderr), r.stderr
     size = shm_volume(created)["emptyDir"]["sizeLimit"]
     assert size == "1Gi"
     st = node.wait("pod over-the-limit done", lambda: (lambda p: p if p["status"].get("phase") in
@@ -45,6 +46,10 @@ def test_need_above_the_memory_limit(release):
     sys.stderr.write(f"memory limit {LIMIT}, injected {size}: /dev/shm {shm_bytes(log) / MiB:.0f} MiB, "
                      f"phase {st['status']['phase']}, reason {term.get('reason')}, exit {term.get('exitCode')}; "
                      f"log tail: {log.strip().splitlines()[-1:]}\n")
-    # The kubelet capped the tmpfs at the memory limit.
+    # The kubelet capped the tmpfs at the memory limit, not at the sizeLimit.
     assert shm_bytes(log) == 512 * MiB, log
+    # What the warning and README say: the pod is OOM-killed, with /dev/shm not full; no bus error.
+    assert st["status"]["phase"] == "Failed" and term.get("reason") == "OOMKilled", st["status"]
+    peak = json.loads(log.strip().splitlines()[-1])["peak_shm_bytes"]
+    assert peak < 512 * MiB and not BUS_ERROR.search(log), log
     node.kubectl("delete", "namespace", ns, "--wait=false", check=False)

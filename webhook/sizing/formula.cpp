@@ -142,9 +142,14 @@ SizingResult compute_size(const SizingInput& in, const Params& cfg) {
   if (!in.ignored.empty() && r.source != SizeSource::kDefault) r.explanation += " (ignored: " + joined(in.ignored) + ")";
   if (in.memory_limit && r.bytes > *in.memory_limit) {
     r.exceeds_memory_limit = true;
+    // Measured on a real node (tests/node/test_memory_limit.py): the kubelet mounts a Memory
+    // emptyDir at no more than the memory limit, and the pages written to it are charged to the
+    // pod with its processes' memory, so the pod is OOM-killed before /dev/shm fills.
     r.warnings.push_back("/dev/shm " + format_quantity(r.bytes) + " exceeds the pod memory limit " +
-                         format_human(*in.memory_limit) +
-                         "; shm pages count against it, workers may be OOM-killed");
+                         format_human(*in.memory_limit) + ": the kubelet caps /dev/shm at the limit and its pages " +
+                         "count against it with the processes' memory; past the limit the pod is OOM-killed " +
+                         "(no bus error): raise the memory limit above " + format_quantity(r.bytes) +
+                         " plus what the processes use");
   }
   return r;
 }
