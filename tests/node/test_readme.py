@@ -1,7 +1,7 @@
 """README's "Install with Helm" and "Verify" steps, read out of README.md and run as written against
 the real node (the release fixture ran the install command). What differs from a reader's run:
 `helm install` gets the local image (`--set image.repository=...,image.pullPolicy=Never`: no
-registry holds it), `job.yaml` is examples/job-small-shm.yaml, and the PyTorch image that `kubectl
+registry holds it), `job.yaml` is examples/pytorchjob-resnet.yaml, and the PyTorch image that `kubectl
 run shm-check` names is the Debian-built training image tagged with that name (nothing can be
 pulled here)."""
 import re
@@ -18,9 +18,9 @@ from readme_blocks import commands, section
 
 
 def verify_commands():
-    cmds = commands(section("Install with Helm"))
-    start = next(i for i, c in enumerate(cmds) if c.startswith("helm test shmguard"))
-    return cmds[start:start + 10]
+    """The commands of README's "Verify:" block."""
+    blocks = re.findall(r"```sh\n.*?```", section("Install with Helm"), re.S)
+    return commands(next(b for b in blocks if "helm test shmguard" in b))
 
 
 def port_open(port):
@@ -32,7 +32,7 @@ def port_open(port):
 def workdir(tmp_path):
     (tmp_path / "charts").symlink_to(SRC / "charts")
     (tmp_path / "examples").symlink_to(SRC / "examples")
-    shutil.copy(SRC / "examples" / "job-small-shm.yaml", tmp_path / "job.yaml")
+    shutil.copy(SRC / "examples" / "pytorchjob-resnet.yaml", tmp_path / "job.yaml")
     return tmp_path
 
 
@@ -54,7 +54,7 @@ def test_verify_steps_as_written(release, workdir):
             r = subprocess.run(["bash", "-c", cmd], cwd=workdir, env=env, capture_output=True, text=True,
                                timeout=300)
             assert r.returncode == 0, f"README command failed: {cmd}\n{r.stdout}\n{r.stderr}"
-            outputs[cmd.split()[0] + " " + cmd.split()[1] + " " + cmd.split()[2]] = r.stdout
+            outputs[cmd] = r.stdout
             if cmd.startswith("kubectl run shm-check"):
                 node.wait("pod shm-check running", lambda: node.get("pod", "shm-check")["status"].get("phase")
                           == "Running", timeout=120)
@@ -63,12 +63,16 @@ def test_verify_steps_as_written(release, workdir):
             forward.terminate()
             forward.wait(10)
         node.kubectl("delete", "pod", "shm-check", "--ignore-not-found", "--wait=false", check=False)
-    by_prefix = {k: v for k, v in outputs.items()}
-    assert "Phase:          Succeeded" in by_prefix["helm test shmguard"]
-    assert re.search(r"10\.213\.0\.\d+:8443,10\.213\.0\.\d+:8443", by_prefix["kubectl -n shmguard"])
-    assert by_prefix["kubectl create --dry-run=server"].strip() == "8Gi"
-    assert "decision" in by_prefix["shmguard review --server"].lower() or \
-        "inject" in by_prefix["shmguard review --server"].lower(), by_prefix["shmguard review --server"]
-    df = by_prefix["kubectl exec shm-check"]
-    assert re.search(r"^shm\s+1\.0G\s", df, re.M), f"README says 1.0G; df printed:\n{df}"
-    assert by_prefix["kubectl get pod"].startswith("need "), by_prefix["kubectl get pod"]
+    def out(prefix):
+        return next(v for k, v in outputs.items() if k.startswith(prefix))
+
+    assert re.search(r"Phase:\s+Succeeded", out("helm test shmguard"))
+    # Both replicas, on the node's bridge, behind the Service.
+    assert re.search(r"10\.213\.0\.\d+:8443,10\.213\.0\.\d+:8443", out("kubectl -n shmguard get endpoints"))
+    assert out("kubectl create --dry-run=server").strip() == "8Gi"
+    # The review through kubectl port-forward (API server -> kubelet -> the pod), TLS verified.
+    review = out("shmguard review --server")
+    assert "inject" in review and "shmguard-dshm" in review, review
+    df = out("kubectl exec shm-check")
+    assert re.search(r"^tmpfs\s+1\.0G\s.*/dev/shm$", df, re.M), f"README says 1.0G; df printed:\n{df}"
+    assert out("kubectl get pod shm-check").startswith("batch 32 x 1Mi"), out("kubectl get pod shm-check")
