@@ -172,6 +172,7 @@ def release(node):
                        cwd=SRC, env=node.env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, f"{README_INSTALL} failed:\n{r.stdout}\n{r.stderr}"
     node.install_seconds = time.time() - t0
+    sys.stderr.write(f"node: README's helm install --wait: both replicas Ready in {node.install_seconds:.0f}s\n")
     yield node
 
 
