@@ -1,7 +1,10 @@
-// YAML documents for the offline path (the config file is yaml-cpp's): split a stream into
-// documents (keeping their exact text), parse each with libyaml into an order-preserving node tree that remembers
-// every scalar's style, convert to JSON the way the Kubernetes API reads YAML, apply a JSON patch
-// to the tree in place, and emit YAML/JSON that keeps key order and every value's type.
+// YAML documents for the offline path (manifests; the config file is read by yaml-cpp). One API
+// over four units, each with its own tests:
+//   yaml_read.cpp     a stream split into documents (their exact text); libyaml's events built into
+//                     an order-preserving node tree that remembers every scalar's style and span
+//   yaml_convert.cpp  the tree as JSON, the way the Kubernetes API reads YAML; JSON into the tree
+//   yaml_patch.cpp    JSON pointers into the tree; a JSON patch applied to it in place
+//   yaml_emit.cpp     YAML/JSON written out keeping key order and every value's type
 #pragma once
 
 #include <cstddef>
@@ -103,6 +106,8 @@ class TextIndex {
 // next file's documents) does not become part of its value. std::nullopt when nothing needs it.
 std::optional<std::string> strip_trailing_block_scalar(const YamlDocument& doc, const std::string& text);
 
+// ---- yaml_patch.cpp ----
+
 // The reference tokens of a JSON pointer, unescaped ("~1" -> "/", "~0" -> "~").
 std::vector<std::string> pointer_tokens(const std::string& pointer);
 
@@ -110,8 +115,12 @@ std::vector<std::string> pointer_tokens(const std::string& pointer);
 // first anchored node the walk passes through (whose text other places may share), else null.
 const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const YamlNode** anchor = nullptr);
 
+// ---- yaml_read.cpp (with DocumentReader, YamlDocument, TextIndex, strip_trailing_block_scalar) ----
+
 // Parses one document. False and `err` on invalid YAML.
 bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err);
+
+// ---- yaml_convert.cpp ----
 
 // Converts to JSON as the Kubernetes API would read it (plain scalars resolved to null, bool,
 // int or float; quoted scalars stay strings). `budget` bounds the nodes visited, so alias
@@ -123,8 +132,10 @@ std::optional<nlohmann::json> to_json(const YamlNode* node, std::size_t budget, 
 bool equals_json(const YamlNode* node, const nlohmann::json& expected, std::size_t budget);
 
 // Applies RFC 6902 add/replace/remove operations to the tree, with `prefix` (a JSON pointer)
-// prepended to each path. False with `err` when a path does not resolve.
+// prepended to each path (yaml_patch.cpp). Fails when a path does not resolve.
 Status apply_patch(YamlDocument& doc, const std::string& prefix, const nlohmann::json& patch);
+
+// ---- yaml_emit.cpp ----
 
 // Emits YAML in kubectl's layout (2-space maps, "- " lists at the parent's indent). Scalars keep
 // their quoting style; new strings that would read back as another type are quoted.

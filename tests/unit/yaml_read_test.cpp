@@ -1,0 +1,85 @@
+// yaml_read: documents split with their exact bytes, and the tree libyaml's events build.
+#include <gtest/gtest.h>
+
+#include "manifests/yaml_doc.h"
+#include "yaml_test_util.h"
+
+using namespace shmguard::manifests;
+using namespace shmguard::manifests::test;
+using nlohmann::json;
+
+TEST(DocumentReader, SplitsKeepingExactBytes) {
+  std::string text = "# head\na: 1\n---\nb: 2\n--- # c\nc: 3\n---\n";
+  auto docs = split(text);
+  ASSERT_EQ(docs.size(), 4u);
+  std::string joined;
+  for (auto& d : docs) joined += d.text;
+  EXPECT_EQ(joined, text);
+  EXPECT_EQ(docs[1].first_line, 3);
+  EXPECT_EQ(docs[2].first_line, 5);
+}
+
+TEST(DocumentReader, NoFinalNewlineAndCrlf) {
+  auto docs = split("a: 1\r\n---\r\nb: 2");
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].text + docs[1].text, "a: 1\r\n---\r\nb: 2");
+  EXPECT_EQ(load(docs[1].text)["b"], 2);
+}
+
+TEST(DocumentReader, SeparatorNeedsColumnZeroAndSpace) {
+  auto docs = split("a: |\n  ---\n  x\nb: ----\n");
+  EXPECT_EQ(docs.size(), 1u);
+}
+
+TEST(ParseDocument, ErrorsCarryTheLine) {
+  YamlError err;
+  YamlDocument doc;
+  EXPECT_FALSE(parse_document("a: 1\nb: [1,\nc: 3\n", doc, err));
+  EXPECT_GT(err.line, 1);
+  EXPECT_FALSE(parse_document("a: *nope\n", doc, err));
+  EXPECT_FALSE(parse_document("? [a]\n: b\n", doc, err));
+  EXPECT_TRUE(parse_document("# only a comment\n", doc, err));
+  EXPECT_EQ(doc.root, nullptr);
+  EXPECT_TRUE(parse_document("---\n", doc, err));
+  EXPECT_EQ(doc.root, nullptr);
+}
+
+TEST(ParseDocument, KeepsStylesSpansAndAnchors) {
+  const std::string text = "a: 'q'\nb: |\n  x\nc: &x {k: v}\nd: *x\n";
+  YamlError err;
+  YamlDocument doc;
+  ASSERT_TRUE(parse_document(text, doc, err)) << err.message;
+  ASSERT_EQ(doc.root->pairs.size(), 4u);
+  const YamlNode* a = doc.root->pairs[0].second;
+  EXPECT_EQ(a->style, ScalarStyle::kSingle);
+  EXPECT_EQ(text.substr(a->start, a->end - a->start), "'q'");
+  EXPECT_EQ(doc.root->pairs[1].second->style, ScalarStyle::kLiteral);
+  EXPECT_EQ(doc.root->pairs[1].second->line, 2);
+  const YamlNode* c = doc.root->pairs[2].second;
+  EXPECT_TRUE(c->anchored && c->flow);
+  EXPECT_EQ(doc.root->pairs[3].second, c);  // the alias is the anchored node itself
+  EXPECT_TRUE(doc.has_aliases);
+  ASSERT_TRUE(doc.unshare(100));
+  EXPECT_NE(doc.root->pairs[3].second, doc.root->pairs[2].second);  // now a copy
+  EXPECT_FALSE(doc.has_aliases);
+}
+
+TEST(ParseDocument, NestingIsLimitedWhileParsing) {
+  YamlError err;
+  YamlDocument doc;
+  std::string deep(200, '[');
+  deep += std::string(200, ']');
+  EXPECT_FALSE(parse_document(deep, doc, err));
+  EXPECT_TRUE(err.limit);
+  EXPECT_FALSE(parse_document("a: &a [*a]\n", doc, err));  // an alias inside its own node
+}
+
+TEST(TextIndex, MapsCharactersToBytes) {
+  const std::string text = "a: \xC3\xA9t\xC3\xA9\nb: 1\n";  // "été": 2 bytes per é
+  TextIndex idx(text);
+  EXPECT_EQ(idx.byte(3), 3u);
+  EXPECT_EQ(idx.byte(4), 5u);  // after the first é
+  EXPECT_EQ(idx.byte(6), 8u);
+  TextIndex ascii("a: 1\n");
+  EXPECT_EQ(ascii.byte(2), 2u);
+}

@@ -1,0 +1,221 @@
+// YAML trees as JSON: scalar typing as Kubernetes reads YAML (1.1 words, octal, hex), the tree to
+// JSON, a tree compared with JSON without building it, and JSON into new tree nodes.
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+
+#include "manifests/yaml_internal.h"
+
+namespace shmguard::manifests {
+
+using nlohmann::json;
+
+namespace internal {
+
+bool all_digits(std::string_view s, std::size_t from) {
+  if (from >= s.size()) return false;
+  for (std::size_t i = from; i < s.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+bool is_float_text(std::string_view s) {
+  std::size_t i = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  std::size_t int_digits = 0, frac_digits = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++int_digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++frac_digits;
+  }
+  if (int_digits + frac_digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!all_digits(s, i)) return false;
+    return true;
+  }
+  return i == s.size();
+}
+
+bool is_special_float(std::string_view s) {
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  return s == ".inf" || s == ".Inf" || s == ".INF" || s == ".nan" || s == ".NaN" || s == ".NAN";
+}
+
+bool is_null_word(std::string_view s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
+
+int bool_word(std::string_view s) {
+  static const char* kTrue[] = {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
+  static const char* kFalse[] = {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"};
+  for (auto* t : kTrue)
+    if (s == t) return 1;
+  for (auto* f : kFalse)
+    if (s == f) return 0;
+  return -1;
+}
+
+// Resolves a plain scalar the way Kubernetes' YAML reader (YAML 1.1 flavoured) does.
+json resolve_plain(const std::string& s) {
+  if (is_null_word(s)) return nullptr;
+  if (int b = bool_word(s); b >= 0) return b == 1;
+  std::string_view v = s;
+  bool neg = false;
+  std::string_view digits = v;
+  if (!digits.empty() && (digits[0] == '+' || digits[0] == '-')) {
+    neg = digits[0] == '-';
+    digits.remove_prefix(1);
+  }
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    bool hex = true;
+    for (std::size_t i = 2; i < digits.size(); ++i) hex = hex && std::isxdigit(static_cast<unsigned char>(digits[i]));
+    if (hex && digits.size() <= 17) {
+      auto u = std::strtoull(std::string(digits.substr(2)).c_str(), nullptr, 16);
+      if (u <= static_cast<unsigned long long>(INT64_MAX))
+        return neg ? -static_cast<std::int64_t>(u) : static_cast<std::int64_t>(u);
+    }
+    return s;
+  }
+  if (all_digits(digits)) {
+    bool octal = digits.size() > 1 && digits[0] == '0' && digits.find_first_of("89") == std::string_view::npos;
+    if (digits.size() <= 18) {
+      auto u = std::strtoll(std::string(digits).c_str(), nullptr, octal ? 8 : 10);
+      return neg ? -u : u;
+    }
+    return std::strtod(s.c_str(), nullptr);
+  }
+  if (is_float_text(s)) return std::strtod(s.c_str(), nullptr);
+  return s;
+}
+
+bool plain_tag(const std::string& tag) {
+  return tag.empty() || (tag.rfind("tag:yaml.org,2002:", 0) == 0 && tag != "tag:yaml.org,2002:str");
+}
+
+json scalar_json(const YamlNode& n) {
+  if (n.style == ScalarStyle::kPlain && plain_tag(n.tag)) return resolve_plain(n.value);
+  return n.value;
+}
+
+std::string key_text(const YamlNode* k) {
+  if (k->kind == YamlNode::Kind::kScalar) return k->value;
+  throw Unconvertible{"mapping keys must be scalars", k->line};
+}
+
+YamlNode* from_json(YamlDocument& doc, const json& j) {
+  switch (j.type()) {
+    case json::value_t::object: {
+      // Kubernetes writes "name" first in volumes and mounts; keep that reading order.
+      YamlNode* m = doc.make(YamlNode::Kind::kMap);
+      auto add = [&](const std::string& k, const json& v) {
+        YamlNode* key = doc.make(YamlNode::Kind::kScalar);
+        key->style = ScalarStyle::kNew;
+        key->value = k;
+        m->pairs.emplace_back(key, from_json(doc, v));
+      };
+      if (auto n = j.find("name"); n != j.end()) add("name", *n);
+      for (const auto& [k, v] : j.items())
+        if (k != "name") add(k, v);
+      return m;
+    }
+    case json::value_t::array: {
+      YamlNode* s = doc.make(YamlNode::Kind::kSequence);
+      for (const auto& v : j) s->items.push_back(from_json(doc, v));
+      return s;
+    }
+    case json::value_t::string: {
+      YamlNode* s = doc.make(YamlNode::Kind::kScalar);
+      s->style = ScalarStyle::kNew;
+      s->value = j.get<std::string>();
+      return s;
+    }
+    case json::value_t::null: {
+      YamlNode* s = doc.make(YamlNode::Kind::kScalar);
+      s->value = "null";
+      return s;
+    }
+    default: {
+      YamlNode* s = doc.make(YamlNode::Kind::kScalar);
+      s->value = j.dump();
+      return s;
+    }
+  }
+}
+
+}  // namespace internal
+
+using namespace internal;
+
+namespace {
+
+json convert(const YamlNode* n, std::size_t& budget) {
+  if (budget == 0) throw BudgetExceeded{};
+  --budget;
+  switch (n->kind) {
+    case YamlNode::Kind::kScalar:
+      return scalar_json(*n);
+    case YamlNode::Kind::kSequence: {
+      json a = json::array();
+      for (const auto* item : n->items) a.push_back(convert(item, budget));
+      return a;
+    }
+    case YamlNode::Kind::kMap: {
+      json o = json::object();
+      for (const auto& [k, v] : n->pairs) o[key_text(k)] = convert(v, budget);
+      return o;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool YamlNode::is_null() const {
+  return kind == Kind::kScalar && style == ScalarStyle::kPlain && plain_tag(tag) && is_null_word(value);
+}
+
+namespace {
+// Compares without building the JSON: the read-back check of every edited document is on the
+// offline path's hot loop.
+bool same(const YamlNode* n, const json& j, std::size_t& budget) {
+  if (budget == 0) throw BudgetExceeded{};
+  --budget;
+  switch (n->kind) {
+    case YamlNode::Kind::kScalar:
+      return !j.is_structured() && scalar_json(*n) == j;
+    case YamlNode::Kind::kSequence:
+      if (!j.is_array() || j.size() != n->items.size()) return false;
+      for (std::size_t i = 0; i < n->items.size(); ++i)
+        if (!same(n->items[i], j[i], budget)) return false;
+      return true;
+    case YamlNode::Kind::kMap: {
+      if (!j.is_object()) return false;
+      if (j.size() != n->pairs.size()) return convert(n, budget) == j;  // duplicate keys: last one wins
+      for (const auto& [k, v] : n->pairs) {
+        auto it = j.find(key_text(k));
+        if (it == j.end() || !same(v, *it, budget)) return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool equals_json(const YamlNode* node, const json& expected, std::size_t budget) {
+  if (!node) return expected.is_null();
+  try {
+    return same(node, expected, budget);
+  } catch (const BudgetExceeded&) {
+    return false;
+  } catch (const Unconvertible&) {
+    return false;
+  }
+}
+
+std::optional<json> to_json(const YamlNode* node, std::size_t budget, YamlError& err) {
+  if (!node) return json(nullptr);
+  return guarded(err, [&] { return convert(node, budget); });
+}
+
+}  // namespace shmguard::manifests

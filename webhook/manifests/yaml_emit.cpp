@@ -1,0 +1,290 @@
+// Writing YAML trees: block YAML that keeps each scalar's type and style, and indented JSON, each
+// within a node budget; the quoting rules for new strings.
+#include <cctype>
+
+#include "manifests/yaml_internal.h"
+
+namespace shmguard::manifests {
+
+using nlohmann::json;
+using namespace internal;
+
+namespace {
+
+std::string double_quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          static const char* hex = "0123456789abcdef";
+          out += "\\x";
+          out += hex[u >> 4];
+          out += hex[u & 15];
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+bool literal_ok(std::string_view s) {
+  if (s.empty() || s.find('\n') == std::string_view::npos) return false;
+  if (s[0] == ' ' || s[0] == '\t' || s[0] == '\n') return false;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) return false;
+  }
+  return true;
+}
+
+std::string single_quoted(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
+
+class YamlEmitter {
+ public:
+  explicit YamlEmitter(std::size_t budget) : budget_(budget) {}
+  std::string out;
+
+  void document(const YamlNode* n) {
+    if (n->kind == YamlNode::Kind::kMap && !n->pairs.empty()) {
+      map(n, 0, false);
+    } else if (n->kind == YamlNode::Kind::kSequence && !n->items.empty()) {
+      seq(n, 0);
+    } else {
+      out += inline_value(n, 0);
+      out += '\n';
+    }
+  }
+
+ private:
+  std::size_t budget_;
+
+  void tick() {
+    if (budget_ == 0) throw BudgetExceeded{};
+    --budget_;
+  }
+
+  static std::string pad(int n) { return std::string(static_cast<std::size_t>(n), ' '); }
+
+  static std::string tag_prefix(const YamlNode* n) {
+    if (n->tag.empty()) return "";
+    if (n->tag.rfind("tag:yaml.org,2002:", 0) == 0) return "!!" + n->tag.substr(18) + " ";
+    return n->tag + " ";
+  }
+
+  std::string literal(const std::string& s, int indent) {
+    std::size_t trailing = 0;
+    while (trailing < s.size() && s[s.size() - 1 - trailing] == '\n') ++trailing;
+    std::string body = trailing == 0 ? "|-" : trailing == 1 ? "|" : "|+";
+    std::string_view core(s.data(), s.size() - trailing);
+    std::size_t start = 0;
+    while (true) {
+      auto nl = core.find('\n', start);
+      auto line = core.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+      body += '\n';
+      if (!line.empty()) body += pad(indent) + std::string(line);
+      if (nl == std::string_view::npos) break;
+      start = nl + 1;
+    }
+    if (trailing > 1) body += std::string(trailing - 1, '\n');
+    return body;
+  }
+
+  // Scalars and empty collections; `indent` is where block-literal lines go.
+  std::string inline_value(const YamlNode* n, int indent) {
+    if (n->kind == YamlNode::Kind::kSequence) return tag_prefix(n) + "[]";
+    if (n->kind == YamlNode::Kind::kMap) return tag_prefix(n) + "{}";
+    const std::string& s = n->value;
+    const std::string prefix = tag_prefix(n);
+    switch (n->style) {
+      case ScalarStyle::kPlain:
+        // Numbers, booleans and nulls are single tokens: written back as read, same type. A
+        // plain string may have been folded from several lines into text that is not valid
+        // plain on one line ("- a - b", "a: b"), so it takes the quoting rules of new strings.
+        if (s.empty() || !plain_tag(n->tag) || !resolve_plain(s).is_string() || !needs_quotes(s)) return prefix + s;
+        return prefix + double_quoted(s);
+      case ScalarStyle::kSingle:
+        if (s.find('\n') == std::string::npos) return prefix + single_quoted(s);
+        return prefix + double_quoted(s);
+      case ScalarStyle::kDouble:
+        return prefix + double_quoted(s);
+      case ScalarStyle::kLiteral:
+      case ScalarStyle::kFolded:
+        if (literal_ok(s)) return prefix + literal(s, indent);
+        return prefix + double_quoted(s);
+      case ScalarStyle::kNew:
+        break;
+    }
+    if (literal_ok(s)) return literal(s, indent);
+    return needs_quotes(s) ? double_quoted(s) : s;
+  }
+
+  std::string key(const YamlNode* k) {
+    if (k->kind != YamlNode::Kind::kScalar) throw Unconvertible{"mapping keys must be scalars", k->line};
+    if (k->value.empty()) return tag_prefix(k) + "\"\"";  // an empty plain key cannot be written bare
+    if (k->style == ScalarStyle::kLiteral || k->style == ScalarStyle::kFolded || k->value.find('\n') != std::string::npos)
+      return double_quoted(k->value);
+    return inline_value(k, 0);
+  }
+
+  // `inline_first`: the caller already wrote the indent (and "- ") for the first key.
+  void map(const YamlNode* n, int indent, bool inline_first) {
+    bool first = true;
+    for (const auto& [k, v] : n->pairs) {
+      tick();
+      if (!(first && inline_first)) out += pad(indent);
+      first = false;
+      out += key(k);
+      out += ':';
+      if (v->kind == YamlNode::Kind::kMap && !v->pairs.empty()) {
+        out += tag_prefix(v).empty() ? "\n" : " " + tag_prefix(v) + "\n";
+        map(v, indent + 2, false);
+      } else if (v->kind == YamlNode::Kind::kSequence && !v->items.empty()) {
+        out += tag_prefix(v).empty() ? "\n" : " " + tag_prefix(v) + "\n";
+        seq(v, indent);
+      } else {
+        std::string value = inline_value(v, indent + 2);
+        if (!value.empty()) out += ' ';
+        out += value;
+        out += '\n';
+      }
+    }
+  }
+
+  void seq(const YamlNode* n, int indent, bool inline_first = false) {
+    bool first = true;
+    for (const auto* item : n->items) {
+      tick();
+      if (!(first && inline_first)) out += pad(indent);
+      first = false;
+      out += "- ";
+      if (item->kind == YamlNode::Kind::kMap && !item->pairs.empty() && item->tag.empty()) {
+        map(item, indent + 2, true);
+      } else if (item->kind == YamlNode::Kind::kSequence && !item->items.empty() && item->tag.empty()) {
+        seq(item, indent + 2, true);
+      } else if (item->kind != YamlNode::Kind::kScalar && !(item->pairs.empty() && item->items.empty())) {
+        out += tag_prefix(item) + "\n";
+        if (item->kind == YamlNode::Kind::kMap) map(item, indent + 2, false);
+        else seq(item, indent + 2, false);
+      } else {
+        out += inline_value(item, indent + 2);
+        out += '\n';
+      }
+    }
+  }
+};
+
+class JsonEmitter {
+ public:
+  explicit JsonEmitter(std::size_t budget) : budget_(budget) {}
+  std::string out;
+
+  void value(const YamlNode* n, int indent) {
+    if (budget_ == 0) throw BudgetExceeded{};
+    --budget_;
+    if (n->kind == YamlNode::Kind::kMap && !n->pairs.empty()) {
+      out += "{\n";
+      bool first = true;
+      for (const auto& [k, v] : n->pairs) {
+        if (!first) out += ",\n";
+        first = false;
+        out += pad(indent + 1) + json(key_text(k)).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+        value(v, indent + 1);
+      }
+      out += "\n" + pad(indent) + "}";
+    } else if (n->kind == YamlNode::Kind::kSequence && !n->items.empty()) {
+      out += "[\n";
+      bool first = true;
+      for (const auto* item : n->items) {
+        if (!first) out += ",\n";
+        first = false;
+        out += pad(indent + 1);
+        value(item, indent + 1);
+      }
+      out += "\n" + pad(indent) + "]";
+    } else if (n->kind == YamlNode::Kind::kMap) {
+      out += "{}";
+    } else if (n->kind == YamlNode::Kind::kSequence) {
+      out += "[]";
+    } else {
+      out += scalar_json(*n).dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+  }
+
+ private:
+  std::size_t budget_;
+  static std::string pad(int level) { return std::string(static_cast<std::size_t>(level) * 2, ' '); }
+};
+
+}  // namespace
+
+std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, YamlError& err) {
+  if (!node) return std::string("null\n");
+  return guarded(err, [&] {
+    YamlEmitter e(budget);
+    e.document(node);
+    return std::move(e.out);
+  });
+}
+
+std::optional<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent, YamlError& err) {
+  if (!node) return std::string("null");
+  return guarded(err, [&] {
+    JsonEmitter e(budget);
+    e.value(node, indent);
+    return std::move(e.out);
+  });
+}
+
+bool needs_quotes(std::string_view s) {
+  if (s.empty() || is_null_word(s) || bool_word(s) >= 0) return true;
+  if (s.front() == ' ' || s.back() == ' ' || s.back() == ':') return true;
+  static constexpr std::string_view kIndicators = "-?:,[]{}#&*!|>'\"%@`.";
+  if (kIndicators.find(s.front()) != std::string_view::npos) {
+    // "./run.sh" or "-c" are fine plain, but keep the rules simple and safe: quote them
+    // only when they could read as something other than a string.
+    bool risky = s.front() != '.' && s.front() != '-';
+    if (s.front() == '-' && (s.size() == 1 || s[1] == ' ' || std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.'))
+      risky = true;
+    if (s.front() == '.' && (is_special_float(s) || is_float_text(s))) risky = true;
+    if (s.rfind("---", 0) == 0) risky = true;
+    if (risky) return true;
+  }
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return true;
+  }
+  if (s.find(": ") != std::string_view::npos || s.find(" #") != std::string_view::npos) return true;
+  if (s.rfind("<<", 0) == 0) return true;
+  if (is_special_float(s) || is_float_text(s)) return true;
+  json r = resolve_plain(std::string(s));
+  if (!r.is_string()) return true;
+  if (std::isdigit(static_cast<unsigned char>(s.front())) || s.front() == '+') {
+    // Timestamps and sexagesimal numbers in YAML 1.1.
+    if (s.find(':') != std::string_view::npos) return true;
+    if (s.size() >= 10 && std::isdigit(static_cast<unsigned char>(s[3])) && s[4] == '-') return true;
+  }
+  return false;
+}
+
+std::string yaml_string(std::string_view s, bool in_flow) {
+  if (needs_quotes(s) || literal_ok(s) || (in_flow && s.find_first_of(",[]{}") != std::string_view::npos))
+    return double_quoted(s);
+  return std::string(s);
+}
+
+}  // namespace shmguard::manifests

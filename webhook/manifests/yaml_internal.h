@@ -1,0 +1,54 @@
+// Internals shared by the YAML units (yaml_read, yaml_convert, yaml_emit, yaml_patch): the scalar
+// typing rules of Kubernetes' YAML reader, the tree-walk failures and their guard. Not part of the
+// manifests API (yaml_doc.h is).
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "manifests/yaml_doc.h"
+
+namespace shmguard::manifests::internal {
+
+// A tree walk ran out of its node budget (alias expansion).
+struct BudgetExceeded {};
+// A tree that JSON cannot hold (a mapping key that is not a scalar), with its line.
+struct Unconvertible {
+  std::string why;
+  int line;
+};
+
+// Runs a tree walk, turning its budget and shape failures into `err`.
+template <typename Walk>
+auto guarded(YamlError& err, Walk&& walk) -> std::optional<decltype(walk())> {
+  try {
+    return walk();
+  } catch (const BudgetExceeded&) {
+    err.message = "document expands to too many nodes (alias expansion?)";
+  } catch (const Unconvertible& u) {
+    err.message = u.why;
+    err.line = u.line;
+  }
+  return std::nullopt;
+}
+
+// Scalar typing (yaml_convert.cpp), YAML 1.1 as Kubernetes reads it.
+bool all_digits(std::string_view s, std::size_t from = 0);
+bool is_float_text(std::string_view s);
+bool is_special_float(std::string_view s);
+bool is_null_word(std::string_view s);
+// 1 for a true word (yes, on, True...), 0 for a false one, -1 for neither.
+int bool_word(std::string_view s);
+nlohmann::json resolve_plain(const std::string& s);
+// True when a scalar with this tag is typed by its text (no tag, or a yaml.org tag but !!str).
+bool plain_tag(const std::string& tag);
+nlohmann::json scalar_json(const YamlNode& n);
+// A mapping key's text; throws Unconvertible for a non-scalar key.
+std::string key_text(const YamlNode* k);
+// New nodes in `doc` for `j` ("name" first in mappings, as Kubernetes writes it).
+YamlNode* from_json(YamlDocument& doc, const nlohmann::json& j);
+
+}  // namespace shmguard::manifests::internal

@@ -1,0 +1,316 @@
+// Reading YAML: a stream split into documents with their exact bytes, and libyaml's events built
+// into an order-preserving tree that keeps styles, byte spans, anchors and lines.
+#include <yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <memory>
+
+#include "base/limits.h"
+#include "manifests/yaml_internal.h"
+
+namespace shmguard::manifests {
+
+using namespace internal;
+
+namespace {
+
+bool is_separator(const std::string& line) {
+  if (line.compare(0, 3, "---") != 0) return false;
+  return line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r';
+}
+
+bool is_document_end(const std::string& line) {
+  if (line.compare(0, 3, "...") != 0) return false;
+  return line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r';
+}
+
+class Builder {
+ public:
+  Builder(YamlDocument& doc) : doc_(doc) {}
+
+  bool run(const std::string& text, YamlError& err) {
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) {
+      err.message = "cannot initialise the YAML parser";
+      return false;
+    }
+    std::unique_ptr<yaml_parser_t, void (*)(yaml_parser_t*)> guard(&parser, yaml_parser_delete);
+    yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+    int documents = 0;
+    for (;;) {
+      yaml_event_t ev;
+      if (!yaml_parser_parse(&parser, &ev)) {
+        err.message = parser.problem ? parser.problem : "invalid YAML";
+        if (parser.context) err.message = std::string(parser.context) + ": " + err.message;
+        err.line = static_cast<int>(parser.problem_mark.line) + 1;
+        return false;
+      }
+      std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> ev_guard(&ev, yaml_event_delete);
+      const int line = static_cast<int>(ev.start_mark.line) + 1;
+      bool ok = true;
+      switch (ev.type) {
+        case YAML_STREAM_END_EVENT:
+          return true;
+        case YAML_DOCUMENT_START_EVENT:
+          if (++documents > 1) ok = fail(err, "more than one document in a section (use a \"---\" line between documents)", line);
+          break;
+        case YAML_SCALAR_EVENT: ok = on_scalar(ev, line, err); break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT: ok = on_collection_start(ev, line, err); break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT: on_collection_end(ev); break;
+        case YAML_ALIAS_EVENT: ok = on_alias(ev, line, err); break;
+        default: break;
+      }
+      if (!ok) return false;
+    }
+  }
+
+ private:
+  static bool fail(YamlError& err, std::string message, int line, bool limit = false) {
+    err.message = std::move(message);
+    err.line = line;
+    err.limit = limit;
+    return false;
+  }
+
+  bool on_scalar(const yaml_event_t& ev, int line, YamlError& err) {
+    YamlNode* n = doc_.make(YamlNode::Kind::kScalar);
+    n->line = line;
+    place(n, ev);
+    n->value.assign(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
+    if (ev.data.scalar.tag) n->tag = reinterpret_cast<const char*>(ev.data.scalar.tag);
+    switch (ev.data.scalar.style) {
+      case YAML_SINGLE_QUOTED_SCALAR_STYLE: n->style = ScalarStyle::kSingle; break;
+      case YAML_DOUBLE_QUOTED_SCALAR_STYLE: n->style = ScalarStyle::kDouble; break;
+      case YAML_LITERAL_SCALAR_STYLE: n->style = ScalarStyle::kLiteral; break;
+      case YAML_FOLDED_SCALAR_STYLE: n->style = ScalarStyle::kFolded; break;
+      default: n->style = ScalarStyle::kPlain; break;
+    }
+    if (n->value.empty() && n->style == ScalarStyle::kPlain && !stack_.empty()) {
+      // An implicit null ("key:" and nothing) takes the mark of whatever follows, which may be
+      // lines away; it really sits right after its key.
+      n->start = n->end = stack_.back().last_end;
+      n->line = stack_.back().last_line;
+    }
+    n->height = 0;
+    anchor(ev.data.scalar.anchor, n);
+    if (!attach(n, err)) return false;
+    note_end(n->end, n->line);
+    return true;
+  }
+
+  bool on_collection_start(const yaml_event_t& ev, int line, YamlError& err) {
+    const bool seq = ev.type == YAML_SEQUENCE_START_EVENT;
+    if (stack_.size() + 1 > kMaxNesting) return fail(err, kNestingError, line, true);
+    YamlNode* n = doc_.make(seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap);
+    n->line = line;
+    place(n, ev);
+    n->flow = seq ? ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE
+                  : ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
+    const yaml_char_t* tag = seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag;
+    if (tag) n->tag = reinterpret_cast<const char*>(tag);
+    anchor(seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor, n);
+    if (!attach(n, err)) return false;
+    stack_.push_back({n, nullptr, n->start, n->line});
+    return true;
+  }
+
+  void on_collection_end(const yaml_event_t& ev) {
+    YamlNode* n = stack_.back().node;
+    n->end = n->flow ? ev.end_mark.index : stack_.back().last_end;
+    const int end_line = n->flow ? static_cast<int>(ev.end_mark.line) + 1 : stack_.back().last_line;
+    n->height = 1;
+    for (const YamlNode* c : n->items) n->height = std::max(n->height, c->height + 1);
+    for (const auto& [k, v] : n->pairs) n->height = std::max(n->height, v->height + 1);
+    stack_.pop_back();
+    note_end(n->end, end_line);
+  }
+
+  bool on_alias(const yaml_event_t& ev, int line, YamlError& err) {
+    auto it = anchors_.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
+    if (it == anchors_.end()) return fail(err, "unknown alias", line);
+    doc_.has_aliases = true;
+    // An alias inside the node it names would expand without end; nesting counts expanded.
+    if (it->second->height < 0) return fail(err, "an alias inside the node it refers to (a recursive structure)", line, true);
+    if (stack_.size() + static_cast<std::size_t>(it->second->height) > kMaxNesting)
+      return fail(err, std::string(kNestingError) + " (alias expanded)", line, true);
+    if (!attach(it->second, err)) return false;
+    note_end(ev.end_mark.index, static_cast<int>(ev.end_mark.line) + 1);
+    return true;
+  }
+
+  struct Frame {
+    YamlNode* node;
+    YamlNode* pending_key;
+    std::size_t last_end;  // end of the last key, value or item read in this collection
+    int last_line;
+  };
+
+  static void place(YamlNode* n, const yaml_event_t& ev) {
+    n->start = ev.start_mark.index;
+    n->end = ev.end_mark.index;
+    n->column = static_cast<int>(ev.start_mark.column);
+  }
+
+  void note_end(std::size_t end, int line) {
+    if (stack_.empty()) return;
+    stack_.back().last_end = end;
+    stack_.back().last_line = line;
+  }
+  YamlDocument& doc_;
+  std::vector<Frame> stack_;
+  std::map<std::string, YamlNode*> anchors_;
+
+  void anchor(const yaml_char_t* name, YamlNode* n) {
+    if (!name) return;
+    anchors_[reinterpret_cast<const char*>(name)] = n;
+    n->anchored = true;
+  }
+
+  bool attach(YamlNode* n, YamlError& err) {
+    if (stack_.empty()) {
+      doc_.root = n;
+      return true;
+    }
+    Frame& top = stack_.back();
+    if (top.node->kind == YamlNode::Kind::kSequence) {
+      top.node->items.push_back(n);
+    } else if (!top.pending_key) {
+      if (n->kind != YamlNode::Kind::kScalar) {
+        err.message = "mapping keys must be scalars";
+        err.line = n->line;
+        return false;
+      }
+      top.pending_key = n;
+    } else {
+      top.node->pairs.emplace_back(top.pending_key, n);
+      top.pending_key = nullptr;
+    }
+    return true;
+  }
+};
+
+YamlNode* clone(YamlDocument& doc, const YamlNode* n, std::size_t& budget) {
+  if (budget == 0) throw BudgetExceeded{};
+  --budget;
+  YamlNode* c = doc.make(n->kind);
+  c->style = n->style;
+  c->value = n->value;
+  c->tag = n->tag;
+  c->line = n->line;
+  c->start = n->start;
+  c->end = n->end;
+  c->column = n->column;
+  c->flow = n->flow;
+  for (const auto* item : n->items) c->items.push_back(clone(doc, item, budget));
+  for (const auto& [k, v] : n->pairs) c->pairs.emplace_back(clone(doc, k, budget), clone(doc, v, budget));
+  return c;
+}
+}  // namespace
+
+bool YamlDocument::unshare(std::size_t budget) {
+  if (!has_aliases || !root) return true;
+  try {
+    root = clone(*this, root, budget);  // the old nodes stay in the arena, unreferenced
+    has_aliases = false;
+    return true;
+  } catch (const BudgetExceeded&) {
+    return false;
+  }
+}
+
+YamlNode* YamlDocument::make(YamlNode::Kind kind) {
+  nodes.emplace_back();
+  nodes.back().kind = kind;
+  return &nodes.back();
+}
+
+bool DocumentReader::next(RawDocument& out) {
+  if (done_) return false;
+  out.text.clear();
+  out.first_line = line_ + 1;
+  bool any = false;
+  if (has_pending_) {
+    out.text = std::move(pending_);
+    out.first_line = line_;
+    has_pending_ = false;
+    any = true;
+  }
+  std::string line;
+  // Directives ("%YAML 1.1", "%TAG ...") belong to the document their "---" opens.
+  bool directives = false;
+  while (std::getline(in_, line)) {
+    ++line_;
+    bool had_newline = !in_.eof();
+    if (is_separator(line) && any && !directives) {
+      pending_ = line;
+      if (had_newline) pending_ += '\n';
+      has_pending_ = true;
+      return true;
+    }
+    if (is_separator(line) && !any) out.first_line = line_;
+    if (line.starts_with('%') && out.text.find_first_not_of(" \t\r\n") == std::string::npos) directives = true;
+    if (is_separator(line)) directives = false;
+    out.text += line;
+    if (had_newline) out.text += '\n';
+    any = true;
+    // "..." ends a document; what follows (directives, say) starts the next.
+    if (!directives && is_document_end(line)) return true;
+  }
+  done_ = true;
+  return any;
+}
+
+bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err) {
+  doc.nodes.clear();
+  doc.root = nullptr;
+  doc.has_aliases = false;
+  Builder b(doc);
+  if (!b.run(text, err)) return false;
+  if (doc.root && doc.root->is_null()) doc.root = nullptr;
+  return true;
+}
+
+TextIndex::TextIndex(const std::string& text) : size_(text.size()) {
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) bom_ = 3;  // libyaml skips a BOM without counting it
+  ascii_ = std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+  if (ascii_) return;
+  for (std::size_t i = bom_; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts_.push_back(i);
+}
+
+std::size_t TextIndex::byte(std::size_t index) const {
+  if (ascii_) return std::min(index + bom_, size_);
+  return index < starts_.size() ? starts_[index] : size_;
+}
+
+std::optional<std::string> strip_trailing_block_scalar(const YamlDocument& doc, const std::string& text) {
+  const YamlNode* n = doc.root;
+  for (std::size_t depth = 0; n && depth < 10000; ++depth) {
+    if (n->kind == YamlNode::Kind::kMap && !n->pairs.empty()) {
+      n = n->pairs.back().second;
+    } else if (n->kind == YamlNode::Kind::kSequence && !n->items.empty()) {
+      n = n->items.back();
+    } else {
+      break;
+    }
+  }
+  if (!n || n->kind != YamlNode::Kind::kScalar) return std::nullopt;
+  if (n->style != ScalarStyle::kLiteral && n->style != ScalarStyle::kFolded) return std::nullopt;
+  const std::size_t from = TextIndex(text).byte(n->start) + 1;
+  if (from > text.size() || (text[from - 1] != '|' && text[from - 1] != '>')) return std::nullopt;
+  std::size_t to = from;
+  std::string digits;
+  bool strip = false;
+  for (; to < text.size() && (std::isdigit(static_cast<unsigned char>(text[to])) || text[to] == '+' || text[to] == '-'); ++to) {
+    if (text[to] == '-') strip = true;
+    if (std::isdigit(static_cast<unsigned char>(text[to]))) digits += text[to];
+  }
+  if (strip) return std::nullopt;
+  return text.substr(0, from) + digits + "-" + text.substr(to);
+}
+
+}  // namespace shmguard::manifests
