@@ -83,6 +83,11 @@ class Node(Cluster):
         return pods[0] if pods else None
 
 
+SYSCTLS = ["vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
+           "net.ipv4.conf.all.route_localnet", "net.netfilter.nf_conntrack_max",
+           "net.netfilter.nf_conntrack_tcp_timeout_established", "net.ipv4.ip_forward"]
+
+
 def _lines(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     return r.stdout.splitlines() if r.returncode == 0 else []
@@ -118,6 +123,9 @@ def host_state(cluster_dir):
                    sorted(str(p) for p in Path("/sys/fs/cgroup").glob("kubepods*")),
         "cni": sorted(cni),
         "log_links": sorted(logs),
+        # What the kubelet's kernel tunables and kube-proxy may change; `down` puts them back.
+        "sysctls": {k: Path("/proc/sys/" + k.replace(".", "/")).read_text().strip() for k in SYSCTLS
+                    if Path("/proc/sys/" + k.replace(".", "/")).exists()},
     }
 
 
