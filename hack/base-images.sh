@@ -2,13 +2,18 @@
 # Makes the base images the Dockerfile names, debian:12 and debian:12-slim, from Debian's packages
 # with mmdebstrap + `docker import`, for machines that have a Docker Engine but no registry to pull
 # from. The mirror is read from this host's apt configuration at run time. Skips images that exist.
-# usage: hack/base-images.sh        (FORCE=1 rebuilds)
+# usage: hack/base-images.sh [debian:12|debian:12-slim]...   (default both; FORCE=1 rebuilds)
 set -euo pipefail
 log() { echo "base-images: $*" >&2; }
 
+wanted=("$@")
+((${#wanted[@]})) || wanted=(debian:12 debian:12-slim)
+want() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
 have() { docker image inspect "$1" >/dev/null 2>&1; }
-if [[ "${FORCE:-0}" != 1 ]] && have debian:12 && have debian:12-slim; then
-  log "debian:12 and debian:12-slim exist"
+missing=0
+for image in "${wanted[@]}"; do have "$image" || missing=1; done
+if [[ "${FORCE:-0}" != 1 ]] && ((missing == 0)); then
+  log "${wanted[*]} exist"
   exit 0
 fi
 command -v mmdebstrap >/dev/null || {
@@ -51,8 +56,11 @@ build() {  # NAME [mmdebstrap options...]
 # As Docker's debian images do: apt keeps no package cache; slim also drops docs, man pages, locales.
 common=(--aptopt='Binary::apt::APT::Keep-Downloaded-Packages "false";'
         --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin')
-have debian:12 && [[ "${FORCE:-0}" != 1 ]] || build debian:12 "${common[@]}"
-have debian:12-slim && [[ "${FORCE:-0}" != 1 ]] || build debian:12-slim "${common[@]}" \
+if want debian:12 && { [[ "${FORCE:-0}" == 1 ]] || ! have debian:12; }; then
+  build debian:12 "${common[@]}"
+fi
+want debian:12-slim && { [[ "${FORCE:-0}" == 1 ]] || ! have debian:12-slim; } || exit 0
+build debian:12-slim "${common[@]}" \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
   --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/info/*'

@@ -4,7 +4,7 @@
 #   hack/image.sh TAG --prebuilt BINARY  the Dockerfile's runtime stage around a binary built and
 #                                        tested on this host already (hack/test.sh's image stage:
 #                                        the same run compiled it once, no need for a third time)
-# Both make debian:12 first when Docker has no such image (hack/base-images.sh).
+# From source it first makes the Dockerfile's base images when Docker has none (hack/base-images.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tag=${1:?usage: hack/image.sh TAG [--prebuilt BINARY]}

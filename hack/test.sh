@@ -51,10 +51,10 @@ docker_ok=0
 docker info >/dev/null 2>&1 && docker_ok=1
 if ((docker_ok)); then
   image() {
-    "$root/hack/base-images.sh"  # debian:12, for the training image of the node stage
     if [[ "${SHMGUARD_IMAGE_FROM_SOURCE:-0}" == 1 ]]; then
       "$root/hack/image.sh" shmguard:test  # the Dockerfile: compiles and tests again in debian:12
     else
+      "$root/hack/base-images.sh" debian:12  # the node stage's training image starts from it
       "$root/hack/image.sh" shmguard:test --prebuilt "$root/build/shmguard"
     fi
     echo "image shmguard:test: $(($(docker image inspect -f '{{.Size}}' shmguard:test) / 1024 / 1024)) MiB"

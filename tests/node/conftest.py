@@ -48,8 +48,8 @@ def have_image(name):
 def build_images():
     t0 = time.time()
     if not have_image(IMAGE):
-        subprocess.run([str(HACK / "base-images.sh")], check=True)
-        docker("build", "-q", "-t", IMAGE, str(SRC))
+        subprocess.run([str(HACK / "image.sh"), IMAGE], check=True)  # the Dockerfile, from source
+    subprocess.run([str(HACK / "base-images.sh"), "debian:12"], check=True)
     docker("build", "-q", "-t", TRAINING_IMAGE, "-f", str(HACK / "node" / "training.Dockerfile"),
            str(SRC / "tests" / "e2e"))
     docker("tag", TRAINING_IMAGE, README_PYTORCH_IMAGE)

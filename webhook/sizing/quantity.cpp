@@ -3,6 +3,8 @@
 
 #include <array>
 
+#include "base/result.h"
+
 namespace shmguard::sizing {
 namespace {
 
@@ -84,32 +86,29 @@ Mantissa read_mantissa(std::string_view text, std::size_t i) {
 }
 
 // The suffix: a unit ("Ki", "G"; "Ei" and "E" are units, not exponents) or an exponent ("e9").
-// False with `why` for anything else.
-bool read_suffix(std::string_view rest, int& base, int& exp, std::string& why) {
-  for (const auto& s : kSuffixes) {
-    if (rest == s.text) {
-      base = s.base;
-      exp = s.exp;
-      return true;
-    }
-  }
+struct Scale {
+  int base = 10;
+  int exp = 0;
+};
+Result<Scale> read_suffix(std::string_view rest) {
+  using R = Result<Scale>;
+  for (const auto& s : kSuffixes)
+    if (rest == s.text) return Scale{s.base, s.exp};
   if (rest.empty() || (rest[0] != 'e' && rest[0] != 'E')) {
-    why = "unknown suffix \"" + std::string(rest) + "\" (use Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent)";
-    return false;
+    return R::failure("unknown suffix \"" + std::string(rest) +
+                      "\" (use Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent)");
   }
   std::size_t j = 1;
   const bool neg = j < rest.size() && rest[j] == '-';
   if (j < rest.size() && (rest[j] == '+' || rest[j] == '-')) ++j;
-  if (j == rest.size()) return why = "exponent without digits", false;
+  if (j == rest.size()) return R::failure("exponent without digits");
   int e = 0;
   for (; j < rest.size(); ++j) {
-    if (rest[j] < '0' || rest[j] > '9') return why = "invalid exponent", false;
+    if (rest[j] < '0' || rest[j] > '9') return R::failure("invalid exponent");
     e = e * 10 + (rest[j] - '0');
-    if (e > 100) return why = "exponent out of range", false;
+    if (e > 100) return R::failure("exponent out of range");
   }
-  base = 10;
-  exp = neg ? -e : e;
-  return true;
+  return Scale{10, neg ? -e : e};
 }
 
 // mantissa x 10^-frac x base^exp in bytes, rounded up; saturated past 2^63 - 1.
@@ -143,16 +142,15 @@ ParsedQuantity parse_quantity(std::string_view text) {
   const bool negative = text[0] == '-';
   const Mantissa m = read_mantissa(text, signed_ ? 1 : 0);
   if (!m.error.empty()) return fail(m.error);
-  int base = 10, exp = 0;
-  std::string why;
-  if (!read_suffix(text.substr(m.end), base, exp, why)) return fail(why);
+  auto suffix = read_suffix(text.substr(m.end));
+  if (!suffix) return fail(suffix.error());
   ParsedQuantity q;
   q.ok = true;
   if (negative && m.nonzero) {
     q.negative = true;
     return q;
   }
-  to_bytes(m, base, exp, q);
+  to_bytes(m, suffix->base, suffix->exp, q);
   return q;
 }
 
