@@ -52,12 +52,11 @@ inline std::vector<nlohmann::json> yaml_documents(const std::string& text) {
   manifests::RawDocument raw;
   std::vector<nlohmann::json> out;
   while (reader.next(raw)) {
-    manifests::YamlError err;
     manifests::YamlDocument doc;
-    if (!manifests::parse_document(raw.text, doc, err)) throw std::runtime_error("invalid YAML: " + err.message);
+    if (auto parsed = manifests::parse_document(raw.text, doc); !parsed) throw std::runtime_error(parsed.error());
     if (!doc.root) continue;
-    auto j = manifests::to_json(doc.root, raw.text.size() * 16 + 4096, err);
-    if (!j) throw std::runtime_error(err.message);
+    auto j = manifests::to_json(doc.root, raw.text.size() * 16 + 4096);
+    if (!j) throw std::runtime_error(j.error());
     out.push_back(*j);
   }
   return out;

@@ -18,8 +18,7 @@ std::size_t documents(const std::string& text, bool& ok) {
   ok = true;
   while (reader.next(raw)) {
     shmguard::manifests::YamlDocument doc;
-    shmguard::manifests::YamlError err;
-    if (!shmguard::manifests::parse_document(raw.text, doc, err)) ok = false;
+    if (!shmguard::manifests::parse_document(raw.text, doc).ok()) ok = false;
     if (doc.root) ++n;
   }
   return n;

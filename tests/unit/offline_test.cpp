@@ -73,13 +73,12 @@ TEST(Offline, MutatesKeepingTypesAndLeadingComments) {
   EXPECT_EQ(r.reports[0].decision_text(true), "injected 1Gi");
   EXPECT_EQ(r.reports[0].path, "spec.pytorchReplicaSpecs.Worker.template");
   EXPECT_EQ(r.out.rfind("# a training job\n", 0), 0u) << r.out;
-  YamlError err;
   YamlDocument din, dout;
-  ASSERT_TRUE(parse_document(kJob, din, err));
-  ASSERT_TRUE(parse_document(r.out, dout, err)) << err.message;
-  auto in = to_json(din.root, 10000, err);
-  auto out = to_json(dout.root, 10000, err);
-  ASSERT_TRUE(out) << err.message;
+  ASSERT_TRUE(parse_document(kJob, din).ok());
+  ASSERT_TRUE(parse_document(r.out, dout).ok());
+  auto in = to_json(din.root, 10000);
+  auto out = to_json(dout.root, 10000);
+  ASSERT_TRUE(out.ok()) << out.error();
   auto& t = (*out)["spec"]["pytorchReplicaSpecs"]["Worker"]["template"];
   EXPECT_EQ(t["metadata"]["annotations"]["note"], "on");
   EXPECT_EQ(t["metadata"]["annotations"]["shmguard.io/batch-size"], "32");
@@ -186,12 +185,11 @@ spec:
   ASSERT_TRUE(r.ok) << r.err;
   ASSERT_EQ(r.reports.size(), 1u);
   EXPECT_TRUE(r.reports[0].result.mutated());
-  YamlError err;
   YamlDocument din, dout;
-  ASSERT_TRUE(parse_document(text, din, err));
-  ASSERT_TRUE(parse_document(r.out, dout, err)) << err.message << "\n" << r.out;
-  auto in = *to_json(din.root, 10000, err);
-  auto out = *to_json(dout.root, 10000, err);
+  ASSERT_TRUE(parse_document(text, din).ok());
+  ASSERT_TRUE(parse_document(r.out, dout).ok()) << "\n" << r.out;
+  auto in = *to_json(din.root, 10000);
+  auto out = *to_json(dout.root, 10000);
   EXPECT_EQ(out["spec"]["template"]["spec"]["containers"][1]["env"], in["spec"]["template"]["spec"]["containers"][1]["env"]);
   EXPECT_EQ(out["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][0]["mountPath"], "/dev/shm");
   // The aliased third container is its own copy: exactly one mount each, not two on a shared node.

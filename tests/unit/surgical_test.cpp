@@ -10,8 +10,7 @@ namespace {
 
 std::string edit(const std::string& text, const std::string& pointer, const json& ops, std::string* why = nullptr) {
   YamlDocument doc;
-  YamlError err;
-  EXPECT_TRUE(parse_document(text, doc, err)) << err.message;
+  EXPECT_TRUE(parse_document(text, doc).ok());
   auto r = edit_in_place(text, doc, {{pointer, &ops}});
   if (why) *why = r.error();
   return r ? *r : "";
@@ -59,8 +58,7 @@ TEST(Surgical, CrlfDocumentsGetCrlfLines) {
 
 std::string edit_all(const std::string& text, const std::vector<TemplatePatch>& patches, std::string* why, int* line) {
   YamlDocument doc;
-  YamlError err;
-  EXPECT_TRUE(parse_document(text, doc, err)) << err.message;
+  EXPECT_TRUE(parse_document(text, doc).ok());
   auto r = edit_in_place(text, doc, patches);
   *why = r.error();
   *line = r.line();

@@ -34,24 +34,23 @@ TEST(ToJson, AliasBombFailsWithinBudget) {
             prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
     prev = c;
   }
-  YamlError err;
   YamlDocument doc;
-  ASSERT_TRUE(parse_document(bomb, doc, err)) << err.message;
-  EXPECT_FALSE(to_json(doc.root, bomb.size() * 16 + 4096, err));
-  EXPECT_NE(err.message.find("too many"), std::string::npos);
+  ASSERT_TRUE(parse_document(bomb, doc).ok());
+  auto j = to_json(doc.root, bomb.size() * 16 + 4096);
+  EXPECT_FALSE(j.ok());
+  EXPECT_NE(j.error().find("too many"), std::string::npos);
 }
 
 TEST(ToJson, NonScalarKeyIsAnErrorWithItsLine) {
-  YamlError err;
   YamlDocument doc;
-  EXPECT_FALSE(parse_document("a: 1\n? [k]\n: v\n", doc, err));  // refused while reading
-  EXPECT_EQ(err.line, 2);
+  auto parsed = parse_document("a: 1\n? [k]\n: v\n", doc);  // refused while reading
+  EXPECT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.line(), 2);
 }
 
 TEST(EqualsJson, AgreesWithToJson) {
-  YamlError err;
   YamlDocument doc;
-  ASSERT_TRUE(parse_document("a: 1\nb: '1'\nc: [on, ~]\n", doc, err));
+  ASSERT_TRUE(parse_document("a: 1\nb: '1'\nc: [on, ~]\n", doc).ok());
   EXPECT_TRUE(equals_json(doc.root, json::parse(R"({"a":1,"b":"1","c":[true,null]})"), 100));
   EXPECT_FALSE(equals_json(doc.root, json::parse(R"({"a":"1","b":"1","c":[true,null]})"), 100));
   EXPECT_FALSE(equals_json(doc.root, json::parse(R"({"a":1,"b":"1"})"), 100));

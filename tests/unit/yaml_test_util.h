@@ -22,21 +22,21 @@ inline std::vector<RawDocument> split(const std::string& text) {
 
 // The document as the Kubernetes API would read it.
 inline nlohmann::json load(const std::string& text) {
-  YamlError err;
   YamlDocument doc;
-  EXPECT_TRUE(parse_document(text, doc, err)) << err.message;
-  auto j = to_json(doc.root, 100000, err);
-  EXPECT_TRUE(j) << err.message;
+  auto parsed = parse_document(text, doc);
+  EXPECT_TRUE(parsed.ok()) << parsed.error();
+  auto j = to_json(doc.root, 100000);
+  EXPECT_TRUE(j.ok()) << j.error();
   return j ? *j : nlohmann::json();
 }
 
 // The document parsed and emitted again.
 inline std::string emit(const std::string& text) {
-  YamlError err;
   YamlDocument doc;
-  EXPECT_TRUE(parse_document(text, doc, err)) << err.message;
-  auto s = emit_yaml(doc.root, 100000, err);
-  EXPECT_TRUE(s) << err.message;
+  auto parsed = parse_document(text, doc);
+  EXPECT_TRUE(parsed.ok()) << parsed.error();
+  auto s = emit_yaml(doc.root, 100000);
+  EXPECT_TRUE(s.ok()) << s.error();
   return s ? *s : std::string();
 }
 

@@ -124,11 +124,10 @@ int write_list(const manifests::YamlDocument& doc, const json& list, const json&
     return kExitOk;
   }
   manifests::YamlDocument outdoc;
-  manifests::YamlError yerr;
-  std::optional<json> j;
-  if (manifests::parse_document(body, outdoc, yerr)) j = manifests::to_json(outdoc.root, body.size() * 16 + 4096, yerr);
+  auto parsed = manifests::parse_document(body, outdoc);
+  auto j = parsed ? manifests::to_json(outdoc.root, body.size() * 16 + 4096) : Result<json>::failure(parsed.error());
   if (!j) {
-    err << "shmguard fn: internal error: " << yerr.message << "\n";
+    err << "shmguard fn: internal error: " << j.error() << "\n";
     return kExitFunctionError;
   }
   (*j)["results"] = results;
@@ -141,13 +140,13 @@ int write_list(const manifests::YamlDocument& doc, const json& list, const json&
 int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, const config::Config& cfg) {
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   manifests::YamlDocument doc;
-  manifests::YamlError yerr;
-  if (!manifests::parse_document(text, doc, yerr) || !doc.root) {
-    err << "shmguard fn: <stdin>:" << yerr.line << ": not a ResourceList: "
-        << (yerr.message.empty() ? "empty input" : yerr.message) << "\n";
+  auto parsed = manifests::parse_document(text, doc);
+  if (!parsed || !doc.root) {
+    err << "shmguard fn: <stdin>:" << parsed.line() << ": not a ResourceList: "
+        << (parsed ? "empty input" : parsed.error()) << "\n";
     return kExitFunctionError;
   }
-  auto list = manifests::to_json(doc.root, text.size() * 16 + 4096, yerr);
+  auto list = manifests::to_json(doc.root, text.size() * 16 + 4096);
   if (!list || !list->is_object() || str_field(*list, "kind") != "ResourceList" ||
       str_field(*list, "apiVersion").rfind("config.kubernetes.io/", 0) != 0) {
     err << "shmguard fn: stdin is not a config.kubernetes.io/v1 ResourceList\n";

@@ -164,12 +164,11 @@ Status OfflineRunner::process(const std::string& file, std::istream& in) {
 }
 
 Status OfflineRunner::process_document(const std::string& file, int index, const RawDocument& raw) {
-  YamlError yerr;
   auto where = [&](int rel_line) {
     return file + ":" + std::to_string(rel_line > 0 ? raw.first_line + rel_line - 1 : raw.first_line);
   };
-  if (!parse_document(raw.text, ydoc_, yerr))
-    return Status::failure(where(yerr.line) + (yerr.limit ? ": " : ": invalid YAML: ") + yerr.message);
+  if (auto parsed = parse_document(raw.text, ydoc_); !parsed)
+    return Status::failure(where(parsed.line()) + ": " + parsed.error());
   const YamlNode* node = ydoc_.root;
   if (!node) {
     if (format_ == OutputFormat::kYaml) write(raw.text, &ydoc_);
@@ -180,8 +179,8 @@ Status OfflineRunner::process_document(const std::string& file, int index, const
                            ", expected a Kubernetes object (a mapping)");
   }
   node_budget_ = node_budget(raw.text);
-  auto doc = to_json(node, node_budget_, yerr);
-  if (!doc) return Status::failure(where(yerr.line) + ": " + yerr.message);
+  auto doc = to_json(node, node_budget_);
+  if (!doc) return Status::failure(where(doc.line()) + ": " + doc.error());
   std::vector<TemplateReport> reports;
   for (const auto& ref : find_templates(*doc)) reports.push_back(report_template(file, index, raw, *doc, ref));
   if (format_ != OutputFormat::kNone) {
@@ -263,9 +262,8 @@ void OfflineRunner::check_annotation_types(const json& tmpl, TemplateReport& rep
 }
 
 Status OfflineRunner::write_json_tree(const std::function<std::string(int)>& where) {
-  YamlError yerr;
-  auto text = emit_json(ydoc_.root, node_budget_ * 2, 0, yerr);
-  if (!text) return Status::failure(where(yerr.line) + ": " + yerr.message);
+  auto text = emit_json(ydoc_.root, node_budget_ * 2, 0);
+  if (!text) return Status::failure(where(text.line()) + ": " + text.error());
   write_json_document(*text);
   return Ok{};
 }
@@ -286,10 +284,9 @@ Result<std::string> OfflineRunner::surgical_edit(const RawDocument& raw, json& d
   }
   auto edit = edit_in_place(raw.text, ydoc_, patches);
   if (!edit) return edit;
-  YamlError yerr;
   doc.patch_inplace(combined);  // `doc` is not needed unpatched any more
-  if (!parse_document(*edit, check_doc_, yerr))
-    return Result<std::string>::failure("the edited text does not parse: " + yerr.message);
+  if (auto parsed = parse_document(*edit, check_doc_); !parsed)
+    return Result<std::string>::failure("the edited text does not parse: " + parsed.error());
   if (!equals_json(check_doc_.root, doc, node_budget(*edit)))
     return Result<std::string>::failure("the edited text does not read back as the patched object");
   return edit;
@@ -305,9 +302,8 @@ Status OfflineRunner::reemit(const RawDocument& raw, const std::vector<TemplateR
       return Status::failure(where(0) + ": internal error applying the patch to " + rep.path + ": " + applied.error());
   }
   if (format_ == OutputFormat::kJson) return write_json_tree(where);
-  YamlError yerr;
-  auto text = emit_yaml(ydoc_.root, node_budget_ * 2, yerr);
-  if (!text) return Status::failure(where(yerr.line) + ": " + yerr.message);
+  auto text = emit_yaml(ydoc_.root, node_budget_ * 2);
+  if (!text) return Status::failure(where(text.line()) + ": " + text.error());
   bool had_sep = false;
   std::string head = leading_comments(raw.text, had_sep);
   std::string body = (had_sep ? std::string("---\n") : std::string()) + head + *text;

@@ -213,9 +213,9 @@ bool equals_json(const YamlNode* node, const json& expected, std::size_t budget)
   }
 }
 
-std::optional<json> to_json(const YamlNode* node, std::size_t budget, YamlError& err) {
+Result<json> to_json(const YamlNode* node, std::size_t budget) {
   if (!node) return json(nullptr);
-  return guarded(err, [&] { return convert(node, budget); });
+  return guarded([&] { return convert(node, budget); });
 }
 
 }  // namespace shmguard::manifests

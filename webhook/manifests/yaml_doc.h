@@ -79,13 +79,6 @@ struct YamlDocument {
   bool unshare(std::size_t budget);
 };
 
-// An error with the line it happened on (1-based within the document; 0 when unknown).
-struct YamlError {
-  std::string message;
-  int line = 0;
-  bool limit = false;  // valid YAML that a bound refuses (nesting, a recursive alias), not a syntax error
-};
-
 // libyaml's marks count characters; edits of the text need bytes. ASCII text (nearly every
 // manifest) maps one to one; otherwise a table of character starts is built once.
 class TextIndex {
@@ -117,15 +110,17 @@ const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const 
 
 // ---- yaml_read.cpp (with DocumentReader, YamlDocument, TextIndex, strip_trailing_block_scalar) ----
 
-// Parses one document. False and `err` on invalid YAML.
-bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err);
+// Parses one document. A failure has the line (1-based within the document) where there is one;
+// its message starts "invalid YAML: " for a syntax error, but not for valid YAML that a bound
+// refuses (nesting, a recursive alias).
+Status parse_document(const std::string& text, YamlDocument& doc);
 
 // ---- yaml_convert.cpp ----
 
 // Converts to JSON as the Kubernetes API would read it (plain scalars resolved to null, bool,
 // int or float; quoted scalars stay strings). `budget` bounds the nodes visited, so alias
-// bombs fail instead of expanding; std::nullopt and `err` when exceeded or unconvertible.
-std::optional<nlohmann::json> to_json(const YamlNode* node, std::size_t budget, YamlError& err);
+// bombs fail instead of expanding; a failure when exceeded or unconvertible (with the line).
+Result<nlohmann::json> to_json(const YamlNode* node, std::size_t budget);
 
 // True when `node` reads as exactly `expected` (as to_json would convert it), without building
 // the JSON. False too when the walk exceeds `budget` nodes.
@@ -139,10 +134,10 @@ Status apply_patch(YamlDocument& doc, const std::string& prefix, const nlohmann:
 
 // Emits YAML in kubectl's layout (2-space maps, "- " lists at the parent's indent). Scalars keep
 // their quoting style; new strings that would read back as another type are quoted.
-std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, YamlError& err);
+Result<std::string> emit_yaml(const YamlNode* node, std::size_t budget);
 
 // Emits pretty JSON with the document's key order. `indent` is the starting indent level.
-std::optional<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent, YamlError& err);
+Result<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent);
 
 // True when a string must be quoted to read back as a string in YAML 1.1 and 1.2.
 bool needs_quotes(std::string_view s);

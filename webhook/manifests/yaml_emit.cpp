@@ -232,18 +232,18 @@ class JsonEmitter {
 
 }  // namespace
 
-std::optional<std::string> emit_yaml(const YamlNode* node, std::size_t budget, YamlError& err) {
+Result<std::string> emit_yaml(const YamlNode* node, std::size_t budget) {
   if (!node) return std::string("null\n");
-  return guarded(err, [&] {
+  return guarded([&] {
     YamlEmitter e(budget);
     e.document(node);
     return std::move(e.out);
   });
 }
 
-std::optional<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent, YamlError& err) {
+Result<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent) {
   if (!node) return std::string("null");
-  return guarded(err, [&] {
+  return guarded([&] {
     JsonEmitter e(budget);
     e.value(node, indent);
     return std::move(e.out);

@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,18 +20,17 @@ struct Unconvertible {
   int line;
 };
 
-// Runs a tree walk, turning its budget and shape failures into `err`.
+// Runs a tree walk, turning its budget and shape failures into a failure (with the line).
 template <typename Walk>
-auto guarded(YamlError& err, Walk&& walk) -> std::optional<decltype(walk())> {
+auto guarded(Walk&& walk) -> Result<decltype(walk())> {
+  using R = Result<decltype(walk())>;
   try {
     return walk();
   } catch (const BudgetExceeded&) {
-    err.message = "document expands to too many nodes (alias expansion?)";
+    return R::failure("document expands to too many nodes (alias expansion?)");
   } catch (const Unconvertible& u) {
-    err.message = u.why;
-    err.line = u.line;
+    return R::failure(u.why, u.line);
   }
-  return std::nullopt;
 }
 
 // Scalar typing (yaml_convert.cpp), YAML 1.1 as Kubernetes reads it.

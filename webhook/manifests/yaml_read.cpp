@@ -30,53 +30,51 @@ class Builder {
  public:
   Builder(YamlDocument& doc) : doc_(doc) {}
 
-  bool run(const std::string& text, YamlError& err) {
+  Status run(const std::string& text) {
     yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-      err.message = "cannot initialise the YAML parser";
-      return false;
-    }
+    if (!yaml_parser_initialize(&parser)) return Status::failure("cannot initialise the YAML parser");
     std::unique_ptr<yaml_parser_t, void (*)(yaml_parser_t*)> guard(&parser, yaml_parser_delete);
     yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
     int documents = 0;
     for (;;) {
       yaml_event_t ev;
       if (!yaml_parser_parse(&parser, &ev)) {
-        err.message = parser.problem ? parser.problem : "invalid YAML";
-        if (parser.context) err.message = std::string(parser.context) + ": " + err.message;
-        err.line = static_cast<int>(parser.problem_mark.line) + 1;
-        return false;
+        std::string why = parser.problem ? parser.problem : "unreadable";
+        if (parser.context) why = std::string(parser.context) + ": " + why;
+        return Status::failure("invalid YAML: " + why, static_cast<int>(parser.problem_mark.line) + 1);
       }
       std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> ev_guard(&ev, yaml_event_delete);
       const int line = static_cast<int>(ev.start_mark.line) + 1;
       bool ok = true;
       switch (ev.type) {
         case YAML_STREAM_END_EVENT:
-          return true;
+          return Ok{};
         case YAML_DOCUMENT_START_EVENT:
-          if (++documents > 1) ok = fail(err, "more than one document in a section (use a \"---\" line between documents)", line);
+          if (++documents > 1) ok = fail("more than one document in a section (use a \"---\" line between documents)", line);
           break;
-        case YAML_SCALAR_EVENT: ok = on_scalar(ev, line, err); break;
+        case YAML_SCALAR_EVENT: ok = on_scalar(ev, line); break;
         case YAML_SEQUENCE_START_EVENT:
-        case YAML_MAPPING_START_EVENT: ok = on_collection_start(ev, line, err); break;
+        case YAML_MAPPING_START_EVENT: ok = on_collection_start(ev, line); break;
         case YAML_SEQUENCE_END_EVENT:
         case YAML_MAPPING_END_EVENT: on_collection_end(ev); break;
-        case YAML_ALIAS_EVENT: ok = on_alias(ev, line, err); break;
+        case YAML_ALIAS_EVENT: ok = on_alias(ev, line); break;
         default: break;
       }
-      if (!ok) return false;
+      if (!ok) return Status::failure(error_, error_line_);
     }
   }
 
  private:
-  static bool fail(YamlError& err, std::string message, int line, bool limit = false) {
-    err.message = std::move(message);
-    err.line = line;
-    err.limit = limit;
+  // `limit`: valid YAML that a bound refuses (nesting, a recursive alias), not a syntax error.
+  bool fail(std::string message, int line, bool limit = false) {
+    error_ = limit ? std::move(message) : "invalid YAML: " + message;
+    error_line_ = line;
     return false;
   }
+  std::string error_;
+  int error_line_ = 0;
 
-  bool on_scalar(const yaml_event_t& ev, int line, YamlError& err) {
+  bool on_scalar(const yaml_event_t& ev, int line) {
     YamlNode* n = doc_.make(YamlNode::Kind::kScalar);
     n->line = line;
     place(n, ev);
@@ -97,14 +95,14 @@ class Builder {
     }
     n->height = 0;
     anchor(ev.data.scalar.anchor, n);
-    if (!attach(n, err)) return false;
+    if (!attach(n)) return false;
     note_end(n->end, n->line);
     return true;
   }
 
-  bool on_collection_start(const yaml_event_t& ev, int line, YamlError& err) {
+  bool on_collection_start(const yaml_event_t& ev, int line) {
     const bool seq = ev.type == YAML_SEQUENCE_START_EVENT;
-    if (stack_.size() + 1 > kMaxNesting) return fail(err, kNestingError, line, true);
+    if (stack_.size() + 1 > kMaxNesting) return fail(kNestingError, line, true);
     YamlNode* n = doc_.make(seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap);
     n->line = line;
     place(n, ev);
@@ -113,7 +111,7 @@ class Builder {
     const yaml_char_t* tag = seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag;
     if (tag) n->tag = reinterpret_cast<const char*>(tag);
     anchor(seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor, n);
-    if (!attach(n, err)) return false;
+    if (!attach(n)) return false;
     stack_.push_back({n, nullptr, n->start, n->line});
     return true;
   }
@@ -129,15 +127,15 @@ class Builder {
     note_end(n->end, end_line);
   }
 
-  bool on_alias(const yaml_event_t& ev, int line, YamlError& err) {
+  bool on_alias(const yaml_event_t& ev, int line) {
     auto it = anchors_.find(reinterpret_cast<const char*>(ev.data.alias.anchor));
-    if (it == anchors_.end()) return fail(err, "unknown alias", line);
+    if (it == anchors_.end()) return fail("unknown alias", line);
     doc_.has_aliases = true;
     // An alias inside the node it names would expand without end; nesting counts expanded.
-    if (it->second->height < 0) return fail(err, "an alias inside the node it refers to (a recursive structure)", line, true);
+    if (it->second->height < 0) return fail("an alias inside the node it refers to (a recursive structure)", line, true);
     if (stack_.size() + static_cast<std::size_t>(it->second->height) > kMaxNesting)
-      return fail(err, std::string(kNestingError) + " (alias expanded)", line, true);
-    if (!attach(it->second, err)) return false;
+      return fail(std::string(kNestingError) + " (alias expanded)", line, true);
+    if (!attach(it->second)) return false;
     note_end(ev.end_mark.index, static_cast<int>(ev.end_mark.line) + 1);
     return true;
   }
@@ -170,7 +168,7 @@ class Builder {
     n->anchored = true;
   }
 
-  bool attach(YamlNode* n, YamlError& err) {
+  bool attach(YamlNode* n) {
     if (stack_.empty()) {
       doc_.root = n;
       return true;
@@ -179,11 +177,7 @@ class Builder {
     if (top.node->kind == YamlNode::Kind::kSequence) {
       top.node->items.push_back(n);
     } else if (!top.pending_key) {
-      if (n->kind != YamlNode::Kind::kScalar) {
-        err.message = "mapping keys must be scalars";
-        err.line = n->line;
-        return false;
-      }
+      if (n->kind != YamlNode::Kind::kScalar) return fail("mapping keys must be scalars", n->line);
       top.pending_key = n;
     } else {
       top.node->pairs.emplace_back(top.pending_key, n);
@@ -264,14 +258,14 @@ bool DocumentReader::next(RawDocument& out) {
   return any;
 }
 
-bool parse_document(const std::string& text, YamlDocument& doc, YamlError& err) {
+Status parse_document(const std::string& text, YamlDocument& doc) {
   doc.nodes.clear();
   doc.root = nullptr;
   doc.has_aliases = false;
   Builder b(doc);
-  if (!b.run(text, err)) return false;
+  if (auto built = b.run(text); !built) return built;
   if (doc.root && doc.root->is_null()) doc.root = nullptr;
-  return true;
+  return Ok{};
 }
 
 TextIndex::TextIndex(const std::string& text) : size_(text.size()) {
