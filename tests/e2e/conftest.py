@@ -138,11 +138,17 @@ def slow_header_clients(server, n):
 
 
 def worst_live_admission(server, slow, rounds, pause=0.0):
-    """The slowest of `rounds` real admissions, each after one more header line from every slow client."""
+    """The slowest of `rounds` real admissions, each after one more header line from every slow client.
+    A slow client the server has closed (its header deadline passed: on a loaded machine the rounds
+    take longer) is the server defending itself, not a failure; it stops sending."""
     worst = 0.0
     for _ in range(rounds):
-        for s in slow:
-            s.sendall(b"X-Slow: 1\r\n")
+        for s in list(slow):
+            try:
+                s.sendall(b"X-Slow: 1\r\n")
+            except OSError:  # closed by the server
+                slow.remove(s)
+                s.close()
         t = time.perf_counter()
         status, _ = server.post(review(training_pod()))
         worst = max(worst, time.perf_counter() - t)
