@@ -16,8 +16,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${CLUSTER_DIR:-/tmp/shmguard-cluster}
 log() { echo "cluster: $*" >&2; }
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$root/hack/lib.sh"
 
 certs() {
   local c=$dir/pki
@@ -48,16 +47,9 @@ CNF
 }
 
 wait_for() {  # URL SECONDS CURL-ARGS...
-  local url=$1 deadline=$(($(date +%s) + $2))
+  local url=$1 seconds=$2
   shift 2
-  until curl -fsS "$@" "$url" >/dev/null 2>&1; do
-    if (($(date +%s) > deadline)); then
-      log "timed out waiting for $url"
-      tail -n 30 "$dir"/*.log >&2 || true
-      return 1
-    fi
-    sleep 0.2
-  done
+  wait_until "$seconds" "$url" "$dir" curl -fsS "$@" "$url"
 }
 
 print_env() {

@@ -65,22 +65,17 @@ else
   skip image "no Docker Engine"
 fi
 
+# A pytest suite under tests/ against the build stage's binary.
+suite() { SHMGUARD_BIN="$root/build/shmguard" SHMGUARD_SRC="$root" /usr/bin/python3 -m pytest -q -p no:cacheprovider -s "$root/tests/$1"; }
+
 if [[ -n "${SHMGUARD_TESTBIN:-}" ]]; then
-  cluster() {
-    SHMGUARD_BIN="$root/build/shmguard" SHMGUARD_SRC="$root" \
-      /usr/bin/python3 -m pytest -q -p no:cacheprovider -s "$root/tests/cluster"
-  }
-  stage cluster cluster
+  stage cluster suite cluster
 else
   skip cluster "no kube-apiserver (needs Go)"
 fi
 
 if [[ -n "${SHMGUARD_TESTBIN:-}" ]] && ((docker_ok)) && [[ $(id -u) == 0 ]]; then
-  node() {
-    SHMGUARD_BIN="$root/build/shmguard" SHMGUARD_SRC="$root" \
-      /usr/bin/python3 -m pytest -q -p no:cacheprovider -s "$root/tests/node"
-  }
-  stage node node
+  stage node suite node
 else
   skip node "needs the kube binaries (Go), Docker for the images, and root for containerd and the kubelet"
 fi

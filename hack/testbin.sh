@@ -29,9 +29,31 @@ command -v go >/dev/null || { log "go not found (expected at /usr/local/go/bin)"
 
 elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
 
+# go_install NAME PACKAGE@VERSION [LDFLAGS]: `go install` into a GOBIN of its own, then into bindir.
+go_install() {
+  local name=$1 pkg=$2 flags=() t0
+  t0=$(date +%s)
+  [[ -n "${3:-}" ]] && flags=(-ldflags "$3")
+  GOBIN="$cache/tmp-$name" go install "${flags[@]}" "$pkg"
+  mv "$cache/tmp-$name/$name" "$bindir/$name"
+  log "$name built in $(elapsed "$t0")"
+}
+
+# wrapper_main NAME MODULE VERSION <main.go: builds the main read from stdin in a module of its own
+# that requires MODULE at VERSION (for commands whose own main module cannot be installed as is).
+wrapper_main() {
+  local name=$1 module=$2 version=$3 dir="$cache/src-$1-$3" t0
+  t0=$(date +%s)
+  mkdir -p "$dir"
+  printf 'module shmguard.test/%sbin\n\ngo 1.22.0\n\nrequire %s %s\n' "$name" "$module" "$version" >"$dir/go.mod"
+  cat >"$dir/main.go"
+  (cd "$dir" && go mod tidy >&2 && go build -ldflags "-s -w" -o "$bindir/$name.tmp" . &&
+    mv "$bindir/$name.tmp" "$bindir/$name")
+  log "$name built in $(elapsed "$t0")"
+}
+
 build_helm() {
   [[ -x "$bindir/helm" ]] && return
-  local t0; t0=$(date +%s)
   log "building helm $HELM_VERSION (go install, a cold build takes a few minutes)"
   # As Helm's Makefile does: the version, and the Kubernetes version `helm template` assumes
   # without a cluster (else it is v1.20 and charts with a kubeVersion constraint fail).
@@ -39,18 +61,13 @@ build_helm() {
   local x="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
   x+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
   x+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor"
-  GOBIN="$cache/tmp-helm" go install -ldflags "-s -w $x" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-  mv "$cache/tmp-helm/helm" "$bindir/helm"
-  log "helm built in $(elapsed "$t0")"
+  go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "-s -w $x"
 }
 
 build_kustomize() {
   [[ -x "$bindir/kustomize" ]] && return
-  local t0; t0=$(date +%s)
   log "building kustomize $KUSTOMIZE_VERSION (go install)"
-  GOBIN="$cache/tmp-kustomize" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
-  mv "$cache/tmp-kustomize/kustomize" "$bindir/kustomize"
-  log "kustomize built in $(elapsed "$t0")"
+  go_install kustomize "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
 }
 
 # A module that requires k8s.io/kubernetes and points every ./staging replace line of its go.mod
@@ -108,12 +125,8 @@ build_kube() {
 # no forward plugin (a pod here has no upstream to reach). An out-of-tree main, as CoreDNS documents.
 build_coredns() {
   [[ -x "$bindir/coredns" ]] && return
-  local t0; t0=$(date +%s) dir="$cache/src-coredns-$COREDNS_VERSION"
   log "building coredns $COREDNS_VERSION (wrapper main: bind, errors, health, ready, kubernetes)"
-  mkdir -p "$dir"
-  printf 'module shmguard.test/corednsbin\n\ngo 1.22.0\n\nrequire github.com/coredns/coredns %s\n' \
-    "$COREDNS_VERSION" >"$dir/go.mod"
-  cat >"$dir/main.go" <<'EOF'
+  wrapper_main coredns github.com/coredns/coredns "$COREDNS_VERSION" <<'EOF'
 package main
 
 import (
@@ -131,30 +144,20 @@ func init() { dnsserver.Directives = []string{"bind", "errors", "health", "ready
 
 func main() { coremain.Run() }
 EOF
-  (cd "$dir" && go mod tidy >&2 && go build -ldflags "-s -w" -o "$bindir/coredns.tmp" . &&
-    mv "$bindir/coredns.tmp" "$bindir/coredns")
-  log "coredns built in $(elapsed "$t0")"
 }
 
 # crictl, which `hack/node/node.sh down` uses to stop and remove pod sandboxes through the CRI (the
 # runtime then runs the CNI DEL), also when the kubelet and the API server are already gone.
 build_crictl() {
   [[ -x "$bindir/crictl" ]] && return
-  local t0; t0=$(date +%s)
   log "building crictl $CRICTL_VERSION (go install)"
-  GOBIN="$cache/tmp-crictl" go install -ldflags "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
-  mv "$cache/tmp-crictl/crictl" "$bindir/crictl"
-  log "crictl built in $(elapsed "$t0")"
+  go_install crictl "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION" "-s -w"
 }
 
 build_etcd() {
   [[ -x "$bindir/etcd" ]] && return
-  local t0; t0=$(date +%s) dir="$cache/src-etcd-$ETCD_VERSION"
   log "building etcd $ETCD_VERSION (wrapper main around go.etcd.io/etcd/server/v3/etcdmain)"
-  mkdir -p "$dir"
-  printf 'module shmguard.test/etcdbin\n\ngo 1.22.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' \
-    "$ETCD_VERSION" >"$dir/go.mod"
-  cat >"$dir/main.go" <<'EOF'
+  wrapper_main etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" <<'EOF'
 package main
 
 import (
@@ -165,9 +168,6 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 EOF
-  (cd "$dir" && go mod tidy >&2 && go build -ldflags "-s -w" -o "$bindir/etcd.tmp" . &&
-    mv "$bindir/etcd.tmp" "$bindir/etcd")
-  log "etcd built in $(elapsed "$t0")"
 }
 
 what=${1:-all}

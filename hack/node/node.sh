@@ -19,6 +19,7 @@ dir=${2:?cluster dir}
 bindir=${3:-}
 node=$dir/node
 log() { echo "node: $*" >&2; }
+source "$root/hack/lib.sh"
 
 # The node's fixed facts. The bridge name and the /24 are the project's own; nothing else uses them.
 # The node is named by its address, 127.0.0.1: the kubelet refuses a loopback --node-ip but takes
@@ -54,8 +55,6 @@ restore_sysctls() {
   done <"$node/sysctl.saved"
 }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 start() {  # NAME COMMAND...: runs COMMAND in the background, logs to NAME.log, PID in NAME.pid
   local name=$1
   shift
@@ -71,19 +70,6 @@ stop_pid() {  # NAME: TERM, then KILL after 10 s
   for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true
   rm -f "$f"
-}
-
-wait_until() {  # SECONDS WHAT COMMAND...
-  local deadline=$(($(date +%s) + $1)) what=$2
-  shift 2
-  until "$@" >/dev/null 2>&1; do
-    if (($(date +%s) > deadline)); then
-      log "timed out waiting for $what"
-      tail -n 20 "$node"/*.log >&2 || true
-      return 1
-    fi
-    sleep 0.5
-  done
 }
 
 require() {
@@ -162,7 +148,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = "$node/cni"
 EOF
   start containerd containerd --config "$node/containerd/config.toml"
-  wait_until 30 containerd ctr -a "$SOCK" version
+  wait_until 30 containerd "$node" ctr -a "$SOCK" version
 }
 
 pause_image() {
@@ -275,10 +261,10 @@ up() {
   dns_up
   kubelet_up
   controllers_up
-  wait_until 120 "node $NODE_NAME Ready and untainted" node_ready
-  wait_until 30 "CoreDNS ready" curl -fsS "http://127.0.0.1:$(cat "$node/coredns.ready-port")/ready"
+  wait_until 120 "node $NODE_NAME Ready and untainted" "$node" node_ready
+  wait_until 30 "CoreDNS ready" "$node" curl -fsS "http://127.0.0.1:$(cat "$node/coredns.ready-port")/ready"
   # The namespace controller gives every namespace its default ServiceAccount; pods need it.
-  wait_until 30 "the default ServiceAccount" "$bindir/kubectl" --kubeconfig "$(kubeconfig)" get serviceaccount default
+  wait_until 30 "the default ServiceAccount" "$node" "$bindir/kubectl" --kubeconfig "$(kubeconfig)" get serviceaccount default
   log "node $NODE_NAME Ready in $(($(date +%s) - t0))s (containerd $(containerd --version | awk '{print $3}'), pods on $NODE_BRIDGE $NODE_POD_CIDR)"
 }
 
@@ -314,8 +300,7 @@ down() {
   # CNI DEL (veth, netns, IP) and stops the containers; then the runtime itself.
   stop_pid kubelet
   if [[ -S "$SOCK" ]] && [[ -n "$bindir" && -x "$bindir/crictl" ]]; then
-    crictl stopp $(crictl pods -q) >/dev/null 2>&1 || true
-    crictl rmp -af >/dev/null 2>&1 || true
+    crictl rmp -af >/dev/null 2>&1 || true  # -f stops each sandbox first
   fi
   for name in kube-proxy kube-scheduler kube-controller-manager coredns; do stop_pid "$name"; done
   if [[ -S "$SOCK" ]]; then  # a task the CRI did not reach: kill it so its shim exits

@@ -57,18 +57,26 @@ class Cluster:
         return name
 
 
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
-    d = tmp_path_factory.mktemp("cluster")
-    env = dict(os.environ, CLUSTER_DIR=str(d / "cp"))
-    t0 = time.time()
-    r = subprocess.run([str(HACK / "cluster.sh"), "up"], capture_output=True, text=True, env=env, timeout=1800)
+def cluster_up(cluster_dir, *args):
+    """`hack/cluster.sh up ARGS` in CLUSTER_DIR; the environment its exports set up. On failure it is
+    brought down again and the error says why."""
+    env = dict(os.environ, CLUSTER_DIR=str(cluster_dir))
+    r = subprocess.run([str(HACK / "cluster.sh"), "up", *args], capture_output=True, text=True, env=env, timeout=1800)
     if r.returncode != 0:
-        raise RuntimeError("hack/cluster.sh up failed:\n" + r.stderr)
+        subprocess.run([str(HACK / "cluster.sh"), "down"], env=env, capture_output=True, timeout=300)
+        raise RuntimeError(f"hack/cluster.sh up {' '.join(args)} failed:\n" + r.stderr)
     sys.stderr.write(r.stderr)
     for part in r.stdout.split("export ", 1)[1].split():
         k, v = part.split("=", 1)
         env[k] = v.replace("$PATH", os.environ["PATH"])
+    return env
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cluster")
+    t0 = time.time()
+    env = cluster_up(d / "cp")
     c = Cluster(env)
     c.startup_seconds = time.time() - t0
     try:

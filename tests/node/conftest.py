@@ -132,19 +132,10 @@ def host_state(cluster_dir):
 @pytest.fixture(scope="session")
 def node(tmp_path_factory):
     d = tmp_path_factory.mktemp("node")
-    env = dict(os.environ, CLUSTER_DIR=str(d / "cp"))
     images_s = build_images()
     host_before = host_state(d / "cp")
     t0 = time.time()
-    r = subprocess.run([str(HACK / "cluster.sh"), "up", "--node"], capture_output=True, text=True, env=env,
-                       timeout=1800)
-    if r.returncode != 0:
-        subprocess.run([str(HACK / "cluster.sh"), "down"], env=env, capture_output=True, timeout=300)
-        raise RuntimeError("hack/cluster.sh up --node failed:\n" + r.stderr)
-    sys.stderr.write(r.stderr)
-    for part in r.stdout.split("export ", 1)[1].split():
-        k, v = part.split("=", 1)
-        env[k] = v.replace("$PATH", os.environ["PATH"])
+    env = cluster_conftest.cluster_up(d / "cp", "--node")
     n = Node(env)
     n.dir = Path(env["CLUSTER_DIR"])
     n.host_before = host_before

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from conftest import TRAINING_IMAGE, dumps, shm_volume
+from test_pytorch import to_bytes  # tests/e2e, on the path through tests/cluster's conftest
 
 MiB = 1 << 20
 # (2 workers x prefetch 2 + 1) x 16 x 1 MiB = 80 MiB of /dev/shm at the peak: more than 64 MiB.
@@ -50,13 +51,6 @@ def shm_bytes(log):
     return int(m.group(1))
 
 
-def quantity_bytes(q):
-    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
-    m = re.fullmatch(r"(\d+)(Ki|Mi|Gi)?", q)
-    assert m, q
-    return int(m.group(1)) * units.get(m.group(2) or "", 1)
-
-
 @pytest.fixture(scope="module")
 def ns(release):
     name = release.namespace("training-jobs")
@@ -68,7 +62,7 @@ def test_job_pod_is_injected_sized_and_finishes(release, ns):
     outcome, pod, log = run_job(release, ns, job("dataloader", ANNOTATIONS))
     vol = shm_volume(pod)
     assert vol, f"the job controller's pod was not injected:\n{dumps(pod['spec'])}"
-    size = quantity_bytes(vol["emptyDir"]["sizeLimit"])
+    size = to_bytes(vol["emptyDir"]["sizeLimit"])
     assert pod["metadata"]["annotations"]["shmguard.io/injected-size"] == vol["emptyDir"]["sizeLimit"]
     # The kubelet mounted a tmpfs of exactly sizeLimit at /dev/shm.
     assert shm_bytes(log) == size, log
