@@ -24,6 +24,9 @@ _spec = importlib.util.spec_from_file_location("cluster_conftest", _CLUSTER / "c
 cluster_conftest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cluster_conftest)
 Cluster, HACK, SRC, BIN = cluster_conftest.Cluster, cluster_conftest.HACK, cluster_conftest.SRC, cluster_conftest.BIN
+# What tests/e2e modules imported here (test_pytorch: to_bytes) take from `conftest`.
+Server, decode_patch, gen_certs, review = (cluster_conftest.Server, cluster_conftest.decode_patch,
+                                          cluster_conftest.gen_certs, cluster_conftest.review)
 
 IMAGE = os.environ.get("SHMGUARD_IMAGE") or "shmguard:test"
 TRAINING_IMAGE = "shmguard-training:test"
