@@ -10,7 +10,8 @@
 # Each process has a PID file under DIR/node and is stopped by PID; `down` also stops and removes
 # every pod sandbox through the CRI (so the CNI plugin removes its veth and netns), unmounts what the
 # kubelet mounted, and removes the kube-proxy rules, the forward rules, the bridge, the kubepods
-# cgroups and the CNI state it made. tests/node/test_node_lifecycle.py checks that nothing is left.
+# cgroups and the CNI state it made. tests/node/test_teardown.py checks that nothing is left.
+# The host has room for one node: `up` waits for another that runs and clears what a dead one left.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -254,6 +255,7 @@ up() {
   require
   local t0; t0=$(date +%s)
   mkdir -p "$node"
+  claim
   save_sysctls
   network
   containerd_up
@@ -294,10 +296,10 @@ crictl() {
   "$bindir/crictl" --config "$node/crictl.yaml" "$@"
 }
 
-down() {
-  [[ -d "$node" ]] || return 0
-  # The kubelet first, so it restarts nothing; then every pod sandbox through the CRI, which runs the
-  # CNI DEL (veth, netns, IP) and stops the containers; then the runtime itself.
+# What one node's processes hold, all under its dir: the kubelet first, so it restarts nothing; then
+# every pod sandbox through the CRI, which runs the CNI DEL (veth, netns, IP) and stops the
+# containers; then the runtime itself and the mounts.
+stop_processes() {
   stop_pid kubelet
   if [[ -S "$SOCK" ]] && [[ -n "$bindir" && -x "$bindir/crictl" ]]; then
     crictl rmp -af >/dev/null 2>&1 || true  # -f stops each sandbox first
@@ -312,7 +314,7 @@ down() {
   stop_pid containerd
   pkill -KILL -f "containerd-shim-runc-v2 .*-address $SOCK" 2>/dev/null || true
   # What the kubelet and the runtime mounted under the node's dir (emptyDirs, tokens, rootfs, its own
-  # root dir bind mount), deepest first; then the netns the CRI left behind, if any.
+  # root dir bind mount), deepest first.
   local m
   for _ in 1 2 3; do
     for m in $(awk -v d="$node/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r); do
@@ -320,6 +322,23 @@ down() {
     done
   done
   awk -v d="$node" '$2 == d {print $2}' /proc/self/mounts | while read -r m; do umount -l "$m" || true; done
+  # Container log links the kubelet keeps in the one fixed place it has for them.
+  find /var/log/containers -maxdepth 1 -type l -lname "$node/*" -delete 2>/dev/null || true
+}
+
+# What a node changes on the host itself, where there is room for one node only: the netns and CNI
+# results the CRI left behind, kube-proxy's and the kubelet's iptables chains, the forward rule, the
+# bridge, the kubepods cgroups, and the kernel settings (put back from the dir's saved copy).
+clear_host() {
+  local m f
+  # Pods whose shims are gone (a node killed rather than brought down) keep running in the kubepods
+  # cgroups, holding their netns and cgroups: they go first.
+  for _ in $(seq 50); do
+    f=$(find /sys/fs/cgroup -path '*kubepods*' -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+    [[ -n "$f" ]] || break
+    kill -9 $f 2>/dev/null || true
+    sleep 0.2
+  done
   for m in $(grep -l "$NODE_CNI_NETWORK" /var/lib/cni/results/* 2>/dev/null); do
     local ns; ns=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("netns", ""))' "$m" 2>/dev/null || true)
     [[ "$ns" == /var/run/netns/* || "$ns" == /run/netns/* ]] && ip netns delete "$(basename "$ns")" 2>/dev/null
@@ -335,8 +354,65 @@ down() {
   # The kubelet's cgroups (cgroupfs driver, cgroup v1 or v2), leaves first.
   find /sys/fs/cgroup -maxdepth 2 -type d -name kubepods -print0 2>/dev/null |
     xargs -0 -r -I{} find {} -depth -type d -exec rmdir {} + 2>/dev/null || true
-  # Container log links the kubelet keeps in the one fixed place it has for them.
-  find /var/log/containers -maxdepth 1 -type l -lname "$node/*" -delete 2>/dev/null || true
+}
+
+# The host has room for one node (one bridge, one set of KUBE-* chains, one kubepods cgroup). CLAIM
+# names the node dir that holds it; /run is cleared at boot, and so is everything the claim covers.
+CLAIM=/run/shmguard-node.owner
+claim_owner() { cat "$CLAIM" 2>/dev/null || true; }
+
+node_alive() {  # DIR: does any process of the node in DIR still run?
+  local f
+  for f in "$1"/*.pid; do
+    [[ -f "$f" ]] && kill -0 "$(cat "$f")" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+# Takes the host for this node. A node that still runs is waited for (a concurrent test run goes
+# down within minutes), up to SHMGUARD_NODE_WAIT seconds; what a node that is gone left behind (a
+# killed test run, a lost session) is cleared first.
+claim() {
+  local deadline=$(($(date +%s) + ${SHMGUARD_NODE_WAIT:-900})) owner said=""
+  exec 9>"$CLAIM.lock"
+  while :; do
+    flock 9
+    owner=$(claim_owner)
+    if [[ -z "$owner" || "$owner" == "$node" ]]; then
+      break
+    elif ! node_alive "$owner"; then
+      log "clearing what the node of $owner left on this host (its processes are gone)"
+      (node=$owner; SOCK=$node/containerd/containerd.sock; stop_processes; clear_host; rm -rf "$node")
+      break
+    fi
+    flock -u 9
+    if (($(date +%s) > deadline)); then
+      log "the node of $owner still runs on this host; bring it down first: CLUSTER_DIR=${owner%/node} hack/cluster.sh down"
+      exit 1
+    fi
+    [[ -n "$said" ]] || { log "waiting for the node of $owner to go down (one node per host)"; said=1; }
+    sleep 2
+  done
+  # No claim, yet the bridge exists: a node of an older script, or made by hand. The same clearing.
+  if [[ -z "$owner" ]] && ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
+    log "clearing a node's leftovers on this host (bridge $NODE_BRIDGE exists with no claim)"
+    clear_host
+  fi
+  echo "$node" >"$CLAIM"
+  flock -u 9
+  exec 9>&-  # the daemons started next need no lock file open
+}
+
+down() {
+  [[ -d "$node" ]] || return 0
+  stop_processes
+  # The host's part only when this node holds it: a failed `up` that waited out another node must
+  # not take that node's bridge and rules away.
+  local owner; owner=$(claim_owner)
+  if [[ -z "$owner" || "$owner" == "$node" ]]; then
+    clear_host
+    rm -f "$CLAIM"
+  fi
   rm -rf "$node"
 }
 

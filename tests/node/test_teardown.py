@@ -4,8 +4,9 @@ iptables rule, kubepods cgroup, CNI state or directory that `up` made. Runs last
 it): it stops the session's node."""
 import subprocess
 import time
+from pathlib import Path
 
-from conftest import HACK, pod_json, host_state
+from conftest import HACK, cluster_conftest, pod_json, host_state
 
 
 def test_down_after_the_api_server_died_leaves_nothing(node):
@@ -29,3 +30,36 @@ def test_down_after_the_api_server_died_leaves_nothing(node):
     left = {k: (node.host_before[k], after[k]) for k in after if after[k] != node.host_before[k]}
     assert not left, f"changed by up and not undone by down ({took:.0f}s): {left}"
     assert not node.dir.exists()
+
+
+def test_up_clears_what_a_killed_node_left(node, tmp_path):
+    """A node killed instead of brought down (a lost session, a killed test run) leaves its bridge,
+    rules, cgroups, a pod and its shim behind; the next `up --node` clears them and starts, and its
+    `down` leaves the host as the session found it."""
+    from test_one_node_per_host import node_up
+    env = cluster_conftest.cluster_up(tmp_path / "killed", "--node")
+    killed = Path(env["CLUSTER_DIR"])
+    k = cluster_conftest.Cluster(env)
+    pod = pod_json("stale", image="shmguard.test/pause:1", command=["/pause"])
+    k.apply(pod, "-n", "default")
+    deadline = time.time() + 120
+    while k.get("pod", "stale", "-n", "default")["status"].get("phase") != "Running":
+        assert time.time() < deadline, "pod stale never ran"
+        time.sleep(1)
+    for f in killed.rglob("*.pid"):  # every process the scripts started; the shim and the pod stay
+        subprocess.run(["kill", "-9", f.read_text().strip()])
+    time.sleep(1)
+    left = host_state(killed)
+    assert left["processes"] and left["bridge"] and left["cgroups"] and left["netns"], left
+    r, env2 = node_up(tmp_path / "next")
+    try:
+        assert r.returncode == 0, r.stderr
+        assert f"clearing what the node of {killed}/node left on this host" in r.stderr, r.stderr
+        assert not (killed / "node").exists()
+        assert not host_state(killed)["processes"]
+    finally:
+        d = subprocess.run([str(HACK / "cluster.sh"), "down"], env=env2, capture_output=True, text=True, timeout=300)
+    assert d.returncode == 0, d.stderr
+    after = host_state(tmp_path / "next")
+    changed = {k: (node.host_before[k], after[k]) for k in after if after[k] != node.host_before[k]}
+    assert not changed, changed
