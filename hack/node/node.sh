@@ -352,8 +352,10 @@ clear_host() {
   ip link delete "$NODE_BRIDGE" 2>/dev/null || true
   restore_sysctls
   # The kubelet's cgroups (cgroupfs driver, cgroup v1 or v2), leaves first.
-  find /sys/fs/cgroup -maxdepth 2 -type d -name kubepods -print0 2>/dev/null |
-    xargs -0 -r -I{} find {} -depth -type d -exec rmdir {} + 2>/dev/null || true
+  local top
+  for top in /sys/fs/cgroup/kubepods* /sys/fs/cgroup/*/kubepods; do
+    [[ -d "$top" ]] && find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
 }
 
 # The host has room for one node (one bridge, one set of KUBE-* chains, one kubepods cgroup). CLAIM

@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
     }
     nlohmann::json review;
-    if (!shmguard::admission::read_json(body, review, 128).ok) std::abort();
+    if (!shmguard::admission::read_json(body, review, 128).ok()) std::abort();
     auto patched = review["request"]["object"].patch(nlohmann::json::parse(raw));  // throws if it does not apply
     (void)patched;
   }

@@ -8,12 +8,12 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   auto q = shmguard::sizing::parse_quantity(text);
-  if (!q.ok) {
-    if (q.error.empty()) std::abort();
+  if (!q) {
+    if (q.error().empty()) std::abort();
     return 0;
   }
-  if (q.negative || q.saturated) return 0;
-  auto again = shmguard::sizing::parse_quantity(shmguard::sizing::format_quantity(q.bytes));
-  if (!again.ok || again.bytes != q.bytes) std::abort();
+  if (q->negative || q->saturated) return 0;
+  auto again = shmguard::sizing::parse_quantity(shmguard::sizing::format_quantity(q->bytes));
+  if (!again || again->bytes != q->bytes) std::abort();
   return 0;
 }

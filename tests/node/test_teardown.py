@@ -32,12 +32,13 @@ def test_down_after_the_api_server_died_leaves_nothing(node):
     assert not node.dir.exists()
 
 
-def test_up_clears_what_a_killed_node_left(node, tmp_path):
+def test_up_clears_what_a_killed_node_left(node, tmp_path_factory):
     """A node killed instead of brought down (a lost session, a killed test run) leaves its bridge,
     rules, cgroups, a pod and its shim behind; the next `up --node` clears them and starts, and its
     `down` leaves the host as the session found it."""
     from test_one_node_per_host import node_up
-    env = cluster_conftest.cluster_up(tmp_path / "killed", "--node")
+    # Short dirs: containerd's socket paths must stay under 104 bytes.
+    env = cluster_conftest.cluster_up(tmp_path_factory.mktemp("k") / "cp", "--node")
     killed = Path(env["CLUSTER_DIR"])
     k = cluster_conftest.Cluster(env)
     pod = pod_json("stale", image="shmguard.test/pause:1", command=["/pause"])
@@ -51,7 +52,7 @@ def test_up_clears_what_a_killed_node_left(node, tmp_path):
     time.sleep(1)
     left = host_state(killed)
     assert left["processes"] and left["bridge"] and left["cgroups"] and left["netns"], left
-    r, env2 = node_up(tmp_path / "next")
+    r, env2 = node_up(tmp_path_factory.mktemp("n") / "cp")
     try:
         assert r.returncode == 0, r.stderr
         assert f"clearing what the node of {killed}/node left on this host" in r.stderr, r.stderr
@@ -60,6 +61,6 @@ def test_up_clears_what_a_killed_node_left(node, tmp_path):
     finally:
         d = subprocess.run([str(HACK / "cluster.sh"), "down"], env=env2, capture_output=True, text=True, timeout=300)
     assert d.returncode == 0, d.stderr
-    after = host_state(tmp_path / "next")
+    after = host_state(Path(env2["CLUSTER_DIR"]))
     changed = {k: (node.host_before[k], after[k]) for k in after if after[k] != node.host_before[k]}
     assert not changed, changed

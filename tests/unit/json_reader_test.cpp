@@ -12,12 +12,12 @@ namespace {
 json read(std::string_view s) {
   json j;
   auto r = read_json(s, j, 128);
-  EXPECT_TRUE(r.ok) << s << ": " << r.error;
+  EXPECT_TRUE(r.ok()) << s << ": " << r.error();
   return j;
 }
 bool refused(std::string_view s) {
   json j;
-  return !read_json(s, j, 128).ok;
+  return !read_json(s, j, 128).ok();
 }
 }  // namespace
 
@@ -47,8 +47,8 @@ TEST(JsonReader, BoundsNesting) {
   EXPECT_TRUE(refused(deep));
   json j;
   auto r = read_json(std::string(5000000, '['), j, 128);
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("nesting deeper than 128"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("nesting deeper than 128"), std::string::npos) << r.error();
 }
 
 TEST(JsonReader, RandomDocumentsRoundTrip) {
@@ -90,11 +90,11 @@ TEST(JsonReader, KeepBuildsOnlyListedKeysButValidatesAll) {
   json j;
   auto r = read_json(R"({"a":{"x":[1,2]},"b":{"deep":[{"y":"z"}]},"l":[{"name":"n","env":[1]},{"other":true}]})", j, 128,
                      &root);
-  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ(j, json::parse(R"({"a":{"x":[1,2]},"l":[{"name":"n"},{}]})"));
   // Skipped parts must still be valid JSON, and still count toward the nesting bound.
-  EXPECT_FALSE(read_json(R"({"a":1,"b":[1,}]})", j, 128, &root).ok);
-  EXPECT_FALSE(read_json(R"({"a":1,"b":"\xff"})", j, 128, &root).ok);
+  EXPECT_FALSE(read_json(R"({"a":1,"b":[1,}]})", j, 128, &root).ok());
+  EXPECT_FALSE(read_json(R"({"a":1,"b":"\xff"})", j, 128, &root).ok());
   std::string deep = R"({"b":)" + std::string(200, '[') + std::string(200, ']') + "}";
-  EXPECT_FALSE(read_json(deep, j, 128, &root).ok);
+  EXPECT_FALSE(read_json(deep, j, 128, &root).ok());
 }

@@ -31,6 +31,32 @@ TEST(DocumentReader, SeparatorNeedsColumnZeroAndSpace) {
   EXPECT_EQ(docs.size(), 1u);
 }
 
+// The reader takes its input in 64 KiB chunks: lines and separators that straddle a chunk's end,
+// and a line longer than several chunks, come out whole, with the right line numbers.
+TEST(DocumentReader, LinesAcrossChunksComeOutWhole) {
+  std::string text;
+  std::vector<int> starts;  // the first line of each document
+  int line = 1;
+  for (int d = 0; d < 40; ++d) {
+    starts.push_back(line);
+    text += "---\n";
+    ++line;
+    for (int k = 0; k < 50 + d * 7; ++k, ++line) text += "key" + std::to_string(k) + ": " + std::string(k * 3 + d, 'v') + "\n";
+  }
+  starts.push_back(line);
+  text += "---\nlong: " + std::string(300 * 1024, 'x');  // no final newline
+  auto docs = split(text);
+  ASSERT_EQ(docs.size(), starts.size());
+  std::string joined;
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    joined += docs[i].text;
+    EXPECT_EQ(docs[i].first_line, starts[i]) << i;
+    EXPECT_EQ(docs[i].text.rfind("---\n", 0), 0u) << i;
+  }
+  EXPECT_EQ(joined, text);
+  EXPECT_EQ(load(docs.back().text)["long"].get<std::string>().size(), 300u * 1024);
+}
+
 TEST(ParseDocument, ErrorsCarryTheLine) {
   YamlDocument doc;
   auto bad = parse_document("a: 1\nb: [1,\nc: 3\n", doc);

@@ -354,17 +354,15 @@ bool Keep::listed(std::string_view key, const Keep*& child) const {
   return false;
 }
 
-JsonReadResult read_json(std::string_view text, nlohmann::json& out, std::size_t max_depth, const Keep* keep) {
-  JsonReadResult r;
-  try {
+Status read_json(std::string_view text, nlohmann::json& out, std::size_t max_depth, const Keep* keep) {
+  try {  // Fail is this file's own: the reader unwinds any depth with it, and it stops here
     Reader reader(text, max_depth);
     reader.document(out, keep);
-    r.ok = true;
+    return Ok{};
   } catch (const Fail& f) {
-    r.error = std::string(f.what) + " at byte " + std::to_string(f.at);
     out = nullptr;
+    return Status::failure(std::string(f.what) + " at byte " + std::to_string(f.at));
   }
-  return r;
 }
 
 }  // namespace shmguard::admission

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
+
 namespace shmguard::admission {
 
 // Which parts of a document to build. Keys of an object that are not listed are still parsed
@@ -22,12 +24,8 @@ struct Keep {
   bool listed(std::string_view key, const Keep*& child) const;
 };
 
-struct JsonReadResult {
-  bool ok = false;
-  std::string error;  // with the byte offset, when !ok
-};
-
-JsonReadResult read_json(std::string_view text, nlohmann::json& out, std::size_t max_depth,
+// Reads TEXT into OUT; a failure's message names the byte offset (OUT is then null).
+Status read_json(std::string_view text, nlohmann::json& out, std::size_t max_depth,
                          const Keep* keep = nullptr);
 
 }  // namespace shmguard::admission

@@ -199,8 +199,8 @@ void decide(const json& req, const config::Config& cfg, AdmissionOutcome& o, std
 
 AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg) {
   json review;
-  if (auto parsed = read_json(body, review, kMaxNesting, &kReview); !parsed.ok)
-    return bad_request("request body is not valid JSON: " + parsed.error);
+  if (auto parsed = read_json(body, review, kMaxNesting, &kReview); !parsed)
+    return bad_request("request body is not valid JSON: " + parsed.error());
   if (!review.is_object()) return bad_request("request body is not a JSON object");
   const std::string api_version = str_field(review, "apiVersion");
   if (str_field(review, "kind") != "AdmissionReview") return bad_request("kind must be AdmissionReview");

@@ -92,15 +92,20 @@ bool is_shm_path(const json& mount) {
   return s == kShmPath || (s.size() == std::string_view(kShmPath).size() + 1 && s.starts_with(kShmPath) && s.back() == '/');
 }
 
+// The bytes of a quantity the pod already holds (a memory limit, a sizeLimit); nullopt when the
+// text is not a quantity or is negative.
+std::optional<std::uint64_t> held_bytes(const std::string& raw) {
+  auto bytes = sizing::parse_size(raw, {.zero_ok = true, .saturate_ok = true});
+  return bytes ? std::optional(*bytes) : std::nullopt;
+}
+
 std::optional<std::uint64_t> resource_limit(const json& resources_owner, const char* resource) {
   const json* res = object_at(resources_owner, "resources");
   const json* lim = res ? object_at(*res, "limits") : nullptr;
   if (!lim) return std::nullopt;
   std::string raw;
   if (!string_value(*lim, resource, raw)) return std::nullopt;
-  auto q = sizing::parse_quantity(raw);
-  if (!q.ok || q.negative) return std::nullopt;
-  return q.bytes;
+  return held_bytes(raw);
 }
 
 // The first reason the pod cannot be patched safely; "" when it can.
@@ -177,9 +182,7 @@ std::optional<std::uint64_t> existing_shm_size(const json* spec, const json& mou
     if (!ed) return std::nullopt;
     std::string raw;
     if (!string_value(*ed, "sizeLimit", raw)) return std::nullopt;
-    auto q = sizing::parse_quantity(raw);
-    if (!q.ok || q.negative) return std::nullopt;
-    return q.bytes;
+    return held_bytes(raw);
   }
   return std::nullopt;
 }
@@ -317,9 +320,8 @@ json refresh_patch(const json& pod, const config::SelectionConfig& sel, std::siz
     what = "volume " + std::string(kVolumeName) + " is not a Memory emptyDir";
   } else if (!limit || *limit != size_text) {
     ops.push_back({{"op", limit ? "replace" : "add"}, {"path", vol_path + "/emptyDir/sizeLimit"}, {"value", size_text}});
-    auto q = limit && limit->is_string() ? sizing::parse_quantity(limit->get_ref<const std::string&>())
-                                         : sizing::ParsedQuantity{};
-    if (!q.ok || q.negative || q.bytes != s.bytes) {
+    auto held = limit && limit->is_string() ? held_bytes(limit->get_ref<const std::string&>()) : std::nullopt;
+    if (held != s.bytes) {
       stale = true;
       what = "has " + (limit && limit->is_string() ? printable(limit->get_ref<const std::string&>()) : "no sizeLimit") +
              ", needs " + size_text;

@@ -182,7 +182,7 @@ Status OfflineRunner::process_document(const std::string& file, int index, const
   auto doc = to_json(node, node_budget_);
   if (!doc) return Status::failure(where(doc.line()) + ": " + doc.error());
   std::vector<TemplateReport> reports;
-  for (const auto& ref : find_templates(*doc)) reports.push_back(report_template(file, index, raw, *doc, ref));
+  for (const auto& ref : find_templates(*doc)) reports.push_back(report_template(file, index, raw, ref));
   if (format_ != OutputFormat::kNone) {
     // Written out, the document would pass on what kubectl refuses: mutate stops instead.
     for (const auto& rep : reports)
@@ -208,7 +208,7 @@ Status OfflineRunner::process_document(const std::string& file, int index, const
 
 // The engine's call on one template, with where it is in the file.
 TemplateReport OfflineRunner::report_template(const std::string& file, int index, const RawDocument& raw,
-                                              const json& doc, const TemplateRef& ref) const {
+                                              const TemplateRef& ref) const {
   TemplateReport rep;
   rep.file = file;
   rep.document = index;
@@ -221,7 +221,7 @@ TemplateReport OfflineRunner::report_template(const std::string& file, int index
   rep.namespace_name = ref.namespace_name;
   rep.training_kind = ref.training_kind;
   rep.owner_procs = ref.owner_procs;
-  const json& tmpl = doc.at(json::json_pointer(ref.pointer));
+  const json& tmpl = *ref.node;  // find_templates(doc) found it
   rep.result = inject::inject_pod(tmpl, cfg_, {.assume_training = ref.training_kind, .owner_procs = ref.owner_procs});
   if (keep_objects_) rep.object = tmpl;
   check_annotation_types(tmpl, rep, raw.first_line);

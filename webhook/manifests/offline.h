@@ -71,7 +71,7 @@ class OfflineRunner {
   void release_held(bool more_follows);
   Status process_document(const std::string& file, int index, const RawDocument& raw);
   TemplateReport report_template(const std::string& file, int index, const RawDocument& raw,
-                                 const nlohmann::json& doc, const TemplateRef& ref) const;
+                                 const TemplateRef& ref) const;
   std::vector<int> warning_lines(const TemplateReport& rep, int first_line) const;
   int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
   void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;

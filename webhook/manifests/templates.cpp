@@ -57,40 +57,67 @@ std::optional<inject::OwnerProcs> owner_procs(const json& obj, const std::string
   return std::nullopt;
 }
 
-void walk(const json& node, const std::string& pointer, const std::string& path, Owner owner,
-          std::size_t depth, std::vector<TemplateRef>& out) {
+// Finds the pod templates below a document, each with its owner (the nearest resource above it).
+// The pointer and path are one buffer each, grown on the way down and cut back on the way up.
+struct Walker {
+  std::vector<TemplateRef>& out;
+  std::string pointer;
+  std::string path;
+
+  void visit(const json& node, const Owner& inherited, std::size_t depth);
+  void descend(const json& child, const Owner& owner, std::size_t depth, std::string_view ptoken,
+               std::string_view ptext, bool index);
+};
+
+void Walker::descend(const json& child, const Owner& owner, std::size_t depth, std::string_view ptoken,
+                     std::string_view ptext, bool index) {
+  const std::size_t p = pointer.size(), q = path.size();
+  pointer.append("/").append(ptoken);
+  if (index) path.append("[").append(ptext).append("]");
+  else path.append(path.empty() ? "" : ".").append(ptext);
+  visit(child, owner, depth + 1);
+  pointer.resize(p);
+  path.resize(q);
+}
+
+void Walker::visit(const json& node, const Owner& inherited, std::size_t depth) {
   if (depth > kMaxDepth) return;
-  if (node.is_object()) {
-    // A nested resource (List item, embedded object) becomes the owner of what it holds.
-    std::string kind = inject::str_field(node, "kind");
-    if (!kind.empty() && node.contains("apiVersion")) {
-      owner = Owner{};
-      owner.kind = kind;
-      owner.training = is_training_kind(inject::str_field(node, "apiVersion"), kind);
-      if (owner.training) owner.procs = owner_procs(node, kind);
-      if (auto md = node.find("metadata"); md != node.end()) {
-        owner.name = inject::display_name(*md);
-        owner.namespace_name = inject::str_field(*md, "namespace");
-      }
-    }
-    if (auto step = scalar_text(node, {"metadata", "labels", kTrainerStepLabel})) owner.step = *step;
-    if (is_pod_template(node)) {
-      // A runtime's dataset- and model-initializer steps run no DataLoader.
-      const bool training = owner.training && (owner.step.empty() || owner.step == "trainer");
-      out.push_back({pointer, path.empty() ? "(pod)" : path, owner.kind, owner.name, owner.namespace_name,
-                     training, owner.procs});
-      return;
-    }
-    for (const auto& [k, v] : node.items()) {
-      if (!v.is_structured()) continue;
-      walk(v, pointer + "/" + inject::escape_pointer_token(k), path.empty() ? k : path + "." + k, owner, depth + 1, out);
-    }
-  } else if (node.is_array()) {
+  if (node.is_array()) {
     for (std::size_t i = 0; i < node.size(); ++i) {
       if (!node[i].is_structured()) continue;
-      walk(node[i], pointer + "/" + std::to_string(i), path + "[" + std::to_string(i) + "]", owner,
-           depth + 1, out);
+      const std::string n = std::to_string(i);
+      descend(node[i], inherited, depth, n, n, true);
     }
+    return;
+  }
+  if (!node.is_object()) return;
+  // A nested resource (List item, embedded object) becomes the owner of what it holds; copied only then.
+  std::optional<Owner> own;
+  std::string kind = inject::str_field(node, "kind");
+  if (!kind.empty() && node.contains("apiVersion")) {
+    own.emplace();
+    own->kind = kind;
+    own->training = is_training_kind(inject::str_field(node, "apiVersion"), kind);
+    if (own->training) own->procs = owner_procs(node, kind);
+    if (auto md = node.find("metadata"); md != node.end()) {
+      own->name = inject::display_name(*md);
+      own->namespace_name = inject::str_field(*md, "namespace");
+    }
+  }
+  if (auto step = scalar_text(node, {"metadata", "labels", kTrainerStepLabel})) {
+    if (!own) own = inherited;
+    own->step = *step;
+  }
+  const Owner& owner = own ? *own : inherited;
+  if (is_pod_template(node)) {
+    // A runtime's dataset- and model-initializer steps run no DataLoader.
+    const bool training = owner.training && (owner.step.empty() || owner.step == "trainer");
+    out.push_back({pointer, path.empty() ? "(pod)" : path, owner.kind, owner.name, owner.namespace_name,
+                   training, owner.procs, &node});
+    return;
+  }
+  for (const auto& [k, v] : node.items()) {
+    if (v.is_structured()) descend(v, owner, depth, inject::escape_pointer_token(k), k, false);
   }
 }
 
@@ -136,7 +163,7 @@ json operator_pod(const json& tmpl, const TemplateRef& ref) {
 
 std::vector<TemplateRef> find_templates(const json& doc) {
   std::vector<TemplateRef> out;
-  walk(doc, "", "", Owner{}, 0, out);
+  Walker{out, {}, {}}.visit(doc, Owner{}, 0);
   return out;
 }
 

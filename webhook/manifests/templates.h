@@ -18,6 +18,7 @@ struct TemplateRef {
   std::string namespace_name;  // that resource's metadata.namespace
   bool training_kind = false;  // inside a Kubeflow training kind and not an initializer step
   std::optional<inject::OwnerProcs> owner_procs;  // the owner's nprocPerNode / numProcPerNode
+  const nlohmann::json* node = nullptr;  // the template in the document searched (while it lives)
 };
 
 // Kubeflow Trainer's label naming the step a runtime's job runs; only "trainer" runs a DataLoader.

@@ -46,11 +46,12 @@ bool is_special_float(std::string_view s) {
 bool is_null_word(std::string_view s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
 
 int bool_word(std::string_view s) {
-  static const char* kTrue[] = {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
-  static const char* kFalse[] = {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"};
-  for (auto* t : kTrue)
+  static constexpr std::string_view kTrue[] = {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
+  static constexpr std::string_view kFalse[] = {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"};
+  if (s.size() > 5) return -1;  // most scalars: longer than every word
+  for (auto t : kTrue)
     if (s == t) return 1;
-  for (auto* f : kFalse)
+  for (auto f : kFalse)
     if (s == f) return 0;
   return -1;
 }
@@ -97,7 +98,7 @@ json scalar_json(const YamlNode& n) {
   return n.value;
 }
 
-std::string key_text(const YamlNode* k) {
+const std::string& key_text(const YamlNode* k) {
   if (k->kind == YamlNode::Kind::kScalar) return k->value;
   throw Unconvertible{"mapping keys must be scalars", k->line};
 }
@@ -156,6 +157,7 @@ json convert(const YamlNode* n, std::size_t& budget) {
       return scalar_json(*n);
     case YamlNode::Kind::kSequence: {
       json a = json::array();
+      a.get_ref<json::array_t&>().reserve(n->items.size());
       for (const auto* item : n->items) a.push_back(convert(item, budget));
       return a;
     }
@@ -182,6 +184,8 @@ bool same(const YamlNode* n, const json& j, std::size_t& budget) {
   --budget;
   switch (n->kind) {
     case YamlNode::Kind::kScalar:
+      // Most scalars are strings: a different text is a different value without resolving it.
+      if (j.is_string() && j.get_ref<const std::string&>() != n->value) return false;
       return !j.is_structured() && scalar_json(*n) == j;
     case YamlNode::Kind::kSequence:
       if (!j.is_array() || j.size() != n->items.size()) return false;

@@ -35,7 +35,14 @@ class DocumentReader {
   bool next(RawDocument& out);
 
  private:
+  // One line of the input without its '\n' (valid until the next call); false at the end.
+  // `newline`: the line ended with one.
+  bool read_line(std::string_view& line, bool& newline);
+
   std::istream& in_;
+  std::string buf_;      // input read ahead in chunks; lines are cut from it
+  std::size_t pos_ = 0;  // where the next line starts in buf_
+  bool eof_ = false;
   std::string pending_;  // a separator line already read that starts the next document
   bool has_pending_ = false;
   int line_ = 0;
@@ -69,11 +76,15 @@ struct YamlNode {
 
 // Owns the nodes of one document. Aliases point at the anchored node, so a tree may share
 // nodes; walkers bound their work with a budget instead of trusting the size of the text.
+// The nodes are an arena kept across parses: parse_document reuses them (their strings and
+// vectors keep their capacity), so a stream of documents allocates about as much as its largest.
 struct YamlDocument {
   std::deque<YamlNode> nodes;
+  std::size_t used = 0;      // nodes[0, used) belong to the current document
   YamlNode* root = nullptr;  // null for an empty or comment-only document
   bool has_aliases = false;  // some nodes are shared
   YamlNode* make(YamlNode::Kind kind);
+  void clear();              // forgets the document; keeps the arena
   // Gives every alias its own copy, so a patch to one place cannot change another.
   // False when the expansion would exceed `budget` nodes.
   bool unshare(std::size_t budget);

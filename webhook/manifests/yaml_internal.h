@@ -45,7 +45,7 @@ nlohmann::json resolve_plain(const std::string& s);
 bool plain_tag(const std::string& tag);
 nlohmann::json scalar_json(const YamlNode& n);
 // A mapping key's text; throws Unconvertible for a non-scalar key.
-std::string key_text(const YamlNode* k);
+const std::string& key_text(const YamlNode* k);
 // New nodes in `doc` for `j` ("name" first in mappings, as Kubernetes writes it).
 YamlNode* from_json(YamlDocument& doc, const nlohmann::json& j);
 

@@ -16,13 +16,13 @@ using namespace internal;
 
 namespace {
 
-bool is_separator(const std::string& line) {
-  if (line.compare(0, 3, "---") != 0) return false;
+bool is_separator(std::string_view line) {
+  if (!line.starts_with(std::string_view("---"))) return false;
   return line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r';
 }
 
-bool is_document_end(const std::string& line) {
-  if (line.compare(0, 3, "...") != 0) return false;
+bool is_document_end(std::string_view line) {
+  if (!line.starts_with(std::string_view("..."))) return false;
   return line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r';
 }
 
@@ -217,9 +217,54 @@ bool YamlDocument::unshare(std::size_t budget) {
 }
 
 YamlNode* YamlDocument::make(YamlNode::Kind kind) {
-  nodes.emplace_back();
-  nodes.back().kind = kind;
-  return &nodes.back();
+  if (used == nodes.size()) nodes.emplace_back();
+  YamlNode& n = nodes[used++];
+  n.kind = kind;
+  n.style = ScalarStyle::kPlain;
+  n.value.clear();
+  n.tag.clear();
+  n.items.clear();
+  n.pairs.clear();
+  n.line = 0;
+  n.start = n.end = 0;
+  n.column = 0;
+  n.flow = n.anchored = false;
+  n.height = -1;
+  return &n;
+}
+
+void YamlDocument::clear() {
+  used = 0;
+  root = nullptr;
+  has_aliases = false;
+}
+
+bool DocumentReader::read_line(std::string_view& line, bool& newline) {
+  constexpr std::size_t kChunk = 64 * 1024;
+  std::size_t from = pos_;  // where '\n' has not been looked for yet
+  for (;;) {
+    if (std::size_t nl = buf_.find('\n', from); nl != std::string::npos) {
+      line = std::string_view(buf_).substr(pos_, nl - pos_);
+      pos_ = nl + 1;
+      newline = true;
+      return true;
+    }
+    if (eof_) {
+      if (pos_ == buf_.size()) return false;
+      line = std::string_view(buf_).substr(pos_);
+      pos_ = buf_.size();
+      newline = false;
+      return true;
+    }
+    buf_.erase(0, pos_);
+    pos_ = 0;
+    from = buf_.size();
+    buf_.resize(from + kChunk);
+    in_.read(buf_.data() + from, static_cast<std::streamsize>(kChunk));
+    const auto got = static_cast<std::size_t>(in_.gcount());
+    buf_.resize(from + got);
+    if (got < kChunk) eof_ = true;  // read() stops short only at the end of the input (or an error)
+  }
 }
 
 bool DocumentReader::next(RawDocument& out) {
@@ -233,21 +278,22 @@ bool DocumentReader::next(RawDocument& out) {
     has_pending_ = false;
     any = true;
   }
-  std::string line;
+  std::string_view line;
+  bool had_newline = false;
   // Directives ("%YAML 1.1", "%TAG ...") belong to the document their "---" opens.
   bool directives = false;
-  while (std::getline(in_, line)) {
+  while (read_line(line, had_newline)) {
     ++line_;
-    bool had_newline = !in_.eof();
-    if (is_separator(line) && any && !directives) {
+    const bool separator = is_separator(line);
+    if (separator && any && !directives) {
       pending_ = line;
       if (had_newline) pending_ += '\n';
       has_pending_ = true;
       return true;
     }
-    if (is_separator(line) && !any) out.first_line = line_;
+    if (separator && !any) out.first_line = line_;
     if (line.starts_with('%') && out.text.find_first_not_of(" \t\r\n") == std::string::npos) directives = true;
-    if (is_separator(line)) directives = false;
+    if (separator) directives = false;
     out.text += line;
     if (had_newline) out.text += '\n';
     any = true;
@@ -259,9 +305,7 @@ bool DocumentReader::next(RawDocument& out) {
 }
 
 Status parse_document(const std::string& text, YamlDocument& doc) {
-  doc.nodes.clear();
-  doc.root = nullptr;
-  doc.has_aliases = false;
+  doc.clear();
   Builder b(doc);
   if (auto built = b.run(text); !built) return built;
   if (doc.root && doc.root->is_null()) doc.root = nullptr;

@@ -41,12 +41,6 @@ constexpr std::array<Suffix, 16> kSuffixes{{
     {"G", 10, 9}, {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18},
 }};
 
-ParsedQuantity fail(std::string why) {
-  ParsedQuantity q;
-  q.error = std::move(why);
-  return q;
-}
-
 }  // namespace
 
 namespace {
@@ -57,16 +51,15 @@ struct Mantissa {
   int digits = 0, frac_digits = 0;
   bool saturated = false, nonzero = false;
   std::size_t end = 0;  // where the suffix starts
-  std::string error;
 };
 
-Mantissa read_mantissa(std::string_view text, std::size_t i) {
+Result<Mantissa> read_mantissa(std::string_view text, std::size_t i) {
   Mantissa m;
   bool seen_dot = false;
   for (; i < text.size(); ++i) {
     char c = text[i];
     if (c == '.') {
-      if (seen_dot) m.error = "more than one decimal point";
+      if (seen_dot) return Result<Mantissa>::failure("more than one decimal point");
       seen_dot = true;
       continue;
     }
@@ -81,7 +74,7 @@ Mantissa read_mantissa(std::string_view text, std::size_t i) {
     }
   }
   m.end = i;
-  if (m.error.empty() && m.digits == 0) m.error = "no digits";
+  if (m.digits == 0) return Result<Mantissa>::failure("no digits");
   return m;
 }
 
@@ -112,7 +105,7 @@ Result<Scale> read_suffix(std::string_view rest) {
 }
 
 // mantissa x 10^-frac x base^exp in bytes, rounded up; saturated past 2^63 - 1.
-void to_bytes(const Mantissa& m, int base, int exp, ParsedQuantity& q) {
+Quantity to_bytes(const Mantissa& m, int base, int exp) {
   bool sat = m.saturated;
   u128 num = m.value;
   u128 den = 1;
@@ -129,36 +122,35 @@ void to_bytes(const Mantissa& m, int base, int exp, ParsedQuantity& q) {
   }
   const u128 value = sat ? kCap : (num + den - 1) / den;
   constexpr u128 kMax63 = (static_cast<u128>(1) << 63) - 1;
+  Quantity q;
   q.saturated = sat || value > kMax63;
   q.bytes = static_cast<std::uint64_t>(q.saturated ? kMax63 : value);
+  return q;
 }
 
 }  // namespace
 
-ParsedQuantity parse_quantity(std::string_view text) {
-  if (text.empty()) return fail("empty quantity");
-  if (text.size() > 64) return fail("quantity longer than 64 characters");
+Result<Quantity> parse_quantity(std::string_view text) {
+  using R = Result<Quantity>;
+  if (text.empty()) return R::failure("empty quantity");
+  if (text.size() > 64) return R::failure("quantity longer than 64 characters");
   const bool signed_ = text[0] == '+' || text[0] == '-';
   const bool negative = text[0] == '-';
-  const Mantissa m = read_mantissa(text, signed_ ? 1 : 0);
-  if (!m.error.empty()) return fail(m.error);
-  auto suffix = read_suffix(text.substr(m.end));
-  if (!suffix) return fail(suffix.error());
-  ParsedQuantity q;
-  q.ok = true;
-  if (negative && m.nonzero) {
-    q.negative = true;
-    return q;
-  }
-  to_bytes(m, suffix->base, suffix->exp, q);
-  return q;
+  auto m = read_mantissa(text, signed_ ? 1 : 0);
+  if (!m) return R::failure(m.error());
+  auto suffix = read_suffix(text.substr(m->end));
+  if (!suffix) return R::failure(suffix.error());
+  if (negative && m->nonzero) return Quantity{.negative = true};
+  return to_bytes(*m, suffix->base, suffix->exp);
 }
 
+// The binary units, largest first, as the shift that makes each.
+constexpr std::array<std::pair<int, const char*>, 6> kBinaryUnits{{
+    {60, "Ei"}, {50, "Pi"}, {40, "Ti"}, {30, "Gi"}, {20, "Mi"}, {10, "Ki"}}};
+
 std::string format_quantity(std::uint64_t bytes) {
-  static constexpr std::array<std::pair<int, const char*>, 6> kUnits{{
-      {60, "Ei"}, {50, "Pi"}, {40, "Ti"}, {30, "Gi"}, {20, "Mi"}, {10, "Ki"}}};
   if (bytes == 0) return "0";
-  for (const auto& [shift, name] : kUnits) {
+  for (const auto& [shift, name] : kBinaryUnits) {
     std::uint64_t unit = 1ULL << shift;
     if (bytes % unit == 0) return std::to_string(bytes / unit) + name;
   }
@@ -185,9 +177,7 @@ std::uint64_t Saturating::add(std::uint64_t a, std::uint64_t b) {
 
 std::string format_human(std::uint64_t bytes) {
   if (bytes < kKi || bytes % kKi == 0) return format_quantity(bytes);
-  static constexpr std::array<std::pair<int, const char*>, 6> kUnits{{
-      {60, "Ei"}, {50, "Pi"}, {40, "Ti"}, {30, "Gi"}, {20, "Mi"}, {10, "Ki"}}};
-  for (const auto& [shift, name] : kUnits) {
+  for (const auto& [shift, name] : kBinaryUnits) {
     std::uint64_t unit = 1ULL << shift;
     if (bytes >= unit) {
       std::uint64_t tenths = static_cast<std::uint64_t>(
@@ -211,11 +201,11 @@ std::optional<std::uint64_t> parse_count(std::string_view text) {
 
 Result<std::uint64_t> parse_size(std::string_view text, SizeRules rules) {
   auto q = parse_quantity(text);
-  if (!q.ok) return Result<std::uint64_t>::failure("is not a quantity (" + q.error + ")");
-  if (q.negative) return Result<std::uint64_t>::failure("must not be negative");
-  if (q.bytes == 0 && !rules.zero_ok) return Result<std::uint64_t>::failure("must be positive");
-  if (q.saturated && !rules.saturate_ok) return Result<std::uint64_t>::failure("is too large (2^63 bytes or more)");
-  return q.bytes;
+  if (!q) return Result<std::uint64_t>::failure("is not a quantity (" + q.error() + ")");
+  if (q->negative) return Result<std::uint64_t>::failure("must not be negative");
+  if (q->bytes == 0 && !rules.zero_ok) return Result<std::uint64_t>::failure("must be positive");
+  if (q->saturated && !rules.saturate_ok) return Result<std::uint64_t>::failure("is too large (2^63 bytes or more)");
+  return q->bytes;
 }
 
 }  // namespace shmguard::sizing

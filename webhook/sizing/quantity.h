@@ -15,20 +15,18 @@ constexpr std::uint64_t kMi = kKi * 1024ULL;
 constexpr std::uint64_t kGi = kMi * 1024ULL;
 constexpr std::uint64_t kTi = kGi * 1024ULL;
 
-// Result of parsing a quantity as a byte count.
-struct ParsedQuantity {
-  bool ok = false;
+// A quantity as a byte count.
+struct Quantity {
   std::uint64_t bytes = 0;   // rounded up to whole bytes; saturated when `saturated`
   bool saturated = false;    // the value did not fit in 63 bits
   bool negative = false;     // a syntactically valid but negative quantity (bytes is 0)
-  std::string error;         // why it was rejected, when !ok
 };
 
 // Parses a Kubernetes quantity ("1Gi", "1536Mi", "1.5G", "1e9", "500M", "0.5Gi", "1024")
 // into bytes. Fractions of a byte round up, as resource.Quantity.Value() does.
-// Never throws. Negative values parse (ok) with `negative` set so callers can reject them
-// with their own wording.
-ParsedQuantity parse_quantity(std::string_view text);
+// Never throws; a failure says what is wrong with the text. Negative values parse, with
+// `negative` set, so callers can reject them with their own wording (parse_size does).
+Result<Quantity> parse_quantity(std::string_view text);
 
 // What a size given by a user may be besides positive and below 2^63 bytes.
 struct SizeRules {
