@@ -74,7 +74,7 @@ TEST_P(Golden, OfflineAndWebhookAgreeWithGolden) {
   ASSERT_EQ(runner.reports().size(), 1u) << "a golden case holds exactly one pod";
   const auto& report = runner.reports()[0];
 
-  std::string actual = "# decision: " + report.decision_text(true) + "\n# because: " + report.result.because + "\n";
+  std::string actual = "# decision: " + report.summary_done() + "\n# because: " + report.result.because + "\n";
   for (const auto& w : report.result.warnings) actual += "# warning: " + w + "\n";
   if (report.result.sizing) actual += "# sizing: " + report.result.sizing->explanation + "\n";
   actual += out.str();
@@ -147,7 +147,7 @@ TEST_P(OwnerGolden, OfflineReadsTheOwnerAndTheWebhookAgrees) {
   const auto& out = offline.out;
   std::string actual;
   for (const auto& r : runner.reports()) {
-    actual += "# " + r.path + ": " + r.decision_text(true) + "\n";
+    actual += "# " + r.path + ": " + r.summary_done() + "\n";
     for (const auto& w : r.result.warnings) actual += "#   warning: " + w + "\n";
     if (r.result.sizing) actual += "#   sizing: " + r.result.sizing->explanation + "\n";
   }

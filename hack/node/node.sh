@@ -344,6 +344,10 @@ clear_host() {
     [[ "$ns" == /var/run/netns/* || "$ns" == /run/netns/* ]] && ip netns delete "$(basename "$ns")" 2>/dev/null
     rm -f "$m"
   done
+  # The pods' netns whose veths are still on the bridge (the runtime that would remove them is gone).
+  for m in $(ip -o link show master "$NODE_BRIDGE" 2>/dev/null | sed -n 's/.* link-netns \([^ ]*\).*/\1/p' | sort -u); do
+    ip netns delete "$m" 2>/dev/null || true
+  done
   if [[ -n "$bindir" && -x "$bindir/kube-proxy" ]]; then
     "$bindir/kube-proxy" --cleanup >/dev/null 2>&1 || true
   fi

@@ -43,10 +43,10 @@ def gen_certs(out_dir, svc="shmguard", ns="shmguard"):
 class Server:
     """A `shmguard serve` child process on loopback ports chosen by the kernel."""
 
-    def __init__(self, cert, key, ca, extra_args=(), config=None):
+    def __init__(self, cert, key, ca, extra_args=(), config=None, shutdown_delay_ms=300):
         args = [BIN, "serve", "--tls-cert-file", str(cert), "--tls-private-key-file", str(key),
                 "--port", "0", "--metrics-port", "0", "--bind-address", "127.0.0.1",
-                "--reload-interval-ms", "200", "--shutdown-delay-ms", "300"]
+                "--reload-interval-ms", "200", "--shutdown-delay-ms", str(shutdown_delay_ms)]
         if config:
             args += ["--config", str(config)]
         args += list(extra_args)

@@ -265,6 +265,41 @@ def test_idle_and_slow_clients_do_not_delay_real_requests(server):
         s.close()
 
 
+def test_the_shutdown_delay_closes_each_connection_after_its_response(certs):
+    """Between SIGTERM and the stop (the delay that lets endpoints and kube-proxy catch up) the
+    server still answers, and closes each connection after its response: kube-proxy's rules steer
+    only new connections, so a kept-alive one would carry the API server's requests to this pod
+    until it stops, and the request that met the closing socket would admit its pod unchanged (a
+    real node's rollout test saw exactly that miss). A client that connected just before the stop
+    still gets its answer."""
+    s = Server(certs / "tls.crt", certs / "tls.key", certs / "ca.crt", shutdown_delay_ms=2000)
+    body = json.dumps(review(training_pod())).encode()
+
+    def post(conn):
+        conn.request("POST", "/mutate", body, {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        data = r.read()
+        assert r.status == 200 and json.loads(data)["response"]["allowed"] is True
+        assert json.loads(data)["response"].get("patch"), "the pod should have been injected"
+        return (r.getheader("Connection") or "").lower()
+
+    try:
+        kept = s.connection()
+        assert post(kept) != "close"  # serving: kept alive
+        s.proc.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        time.sleep(0.3)
+        assert post(kept) == "close"  # the same connection, answered, then closed
+        assert post(s.connection()) == "close"  # a new one during the delay: the same
+        time.sleep(max(0.0, t0 + 1.6 - time.time()))
+        late = s.connection()  # TLS done ~0.4 s before the stop; the request follows ~0.6 s after it
+        time.sleep(max(0.0, t0 + 2.6 - time.time()))
+        assert post(late) == "close"
+        assert s.proc.wait(10) == 0
+    finally:
+        s.stop()
+
+
 def test_sigterm_finishes_in_flight_and_exits_zero(server):
     conn = server.connection()
     body = json.dumps(review(training_pod())).encode()

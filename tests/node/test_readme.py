@@ -17,7 +17,7 @@ from readme_blocks import commands, section
 
 
 def verify_commands():
-    """The commands of README's "Verify:" block."""
+    """The commands of README's "Verify" block."""
     blocks = re.findall(r"```sh\n.*?```", section("Install with Helm"), re.S)
     return commands(next(b for b in blocks if "helm test shmguard" in b))
 

@@ -70,7 +70,7 @@ TEST(Offline, MutatesKeepingTypesAndLeadingComments) {
   auto r = run(kJob);
   ASSERT_TRUE(r.ok) << r.err;
   ASSERT_EQ(r.reports.size(), 1u);
-  EXPECT_EQ(r.reports[0].decision_text(true), "injected 1Gi");
+  EXPECT_EQ(r.reports[0].summary_done(), "injected 1Gi");
   EXPECT_EQ(r.reports[0].path, "spec.pytorchReplicaSpecs.Worker.template");
   EXPECT_EQ(r.out.rfind("# a training job\n", 0), 0u) << r.out;
   YamlDocument din, dout;
@@ -155,7 +155,7 @@ TEST(Offline, CheckReportMarksMissing) {
   auto r = run(text, OutputFormat::kNone);
   ASSERT_EQ(r.reports.size(), 1u);
   EXPECT_EQ(r.reports[0].result.action, shmguard::inject::Action::kInjected);
-  EXPECT_EQ(r.reports[0].decision_text(false), "would inject 1Gi");
+  EXPECT_EQ(r.reports[0].summary_planned(), "would inject 1Gi");
   EXPECT_TRUE(r.out.empty());
   ASSERT_TRUE(r.reports[0].result.sizing);
   EXPECT_EQ(r.reports[0].result.size(), 1ULL << 30);

@@ -180,9 +180,9 @@ void copy_to_stdout(std::FILE* from) {
 
 void print_mutate_report(const manifests::TemplateReport& r) {
   std::ostringstream os;
-  Record rec = make_record(r, FailOn{});
-  rec.decision = r.decision_text(true);
-  if (!r.rewritten.empty()) rec.decision += " (document re-emitted: " + r.rewritten + ")";
+  Record rec = make_record(r);
+  rec.decision = r.summary_done();
+  if (!r.reemitted_because.empty()) rec.decision += " (document re-emitted: " + r.reemitted_because + ")";
   render_text_record(os, rec);
   std::cerr << os.str();
 }
@@ -270,7 +270,11 @@ int run_check(const ManifestArgs& a) {
   Totals totals;
   std::ostringstream none;
   manifests::OfflineRunner runner(*cfg, manifests::OutputFormat::kNone, none);
-  runner.set_report_sink([&](const manifests::TemplateReport& r) { pending.push_back(make_record(r, *fail_on)); });
+  runner.set_report_sink([&](const manifests::TemplateReport& r) { 
+    Record rec = make_record(r);
+    rec.failed = fail_on->fails(rec.findings);
+    pending.push_back(std::move(rec));
+  });
   for (const auto& f : *files) {
     pending.clear();
     if (auto s = process_file(runner, f); !s) {
@@ -329,12 +333,12 @@ namespace {
 
 // Every subcommand's flags, parsed into these.
 struct Commands {
-  server::ServeOptions so;
+  server::ServeOptions serve_opts;
   std::string log_level = "info";
-  ManifestArgs ma, ca;
-  SizeArgs sa;
-  ReviewArgs ra;
-  ObserveArgs oa;
+  ManifestArgs mutate_args, check_args;
+  SizeArgs size_args;
+  ReviewArgs review_args;
+  ObserveArgs observe_args;
   std::string fn_config;
   CLI::App *serve = nullptr, *mutate = nullptr, *check = nullptr, *size = nullptr, *review = nullptr,
            *observe = nullptr, *fn = nullptr, *version = nullptr;
@@ -342,87 +346,87 @@ struct Commands {
 
 void add_serve(CLI::App& app, Commands& c) {
   c.serve = app.add_subcommand("serve", "Run the admission webhook (HTTPS) and the metrics listener");
-  c.serve->add_option("--tls-cert-file", c.so.cert_file, "PEM serving certificate (chain)")->required();
-  c.serve->add_option("--tls-private-key-file", c.so.key_file, "PEM private key")->required();
-  c.serve->add_option("--config", c.so.config_file, "YAML config file (re-read on change)");
-  c.serve->add_option("--port", c.so.port, "HTTPS port for /mutate, /healthz, /readyz (0: any)")->capture_default_str();
-  c.serve->add_option("--metrics-port", c.so.metrics_port, "plain HTTP port for /metrics, /healthz, /readyz (-1: off)")
+  c.serve->add_option("--tls-cert-file", c.serve_opts.cert_file, "PEM serving certificate (chain)")->required();
+  c.serve->add_option("--tls-private-key-file", c.serve_opts.key_file, "PEM private key")->required();
+  c.serve->add_option("--config", c.serve_opts.config_file, "YAML config file (re-read on change)");
+  c.serve->add_option("--port", c.serve_opts.port, "HTTPS port for /mutate, /healthz, /readyz (0: any)")->capture_default_str();
+  c.serve->add_option("--metrics-port", c.serve_opts.metrics_port, "plain HTTP port for /metrics, /healthz, /readyz (-1: off)")
       ->capture_default_str();
-  c.serve->add_option("--bind-address", c.so.bind_address, "address to listen on")->capture_default_str();
-  c.serve->add_option("--tls-min-version", c.so.tls_min_version, "1.2 or 1.3")->capture_default_str();
+  c.serve->add_option("--bind-address", c.serve_opts.bind_address, "address to listen on")->capture_default_str();
+  c.serve->add_option("--tls-min-version", c.serve_opts.tls_min_version, "1.2 or 1.3")->capture_default_str();
   c.serve->add_option("--log-level", c.log_level, "debug, info, warn or error")->capture_default_str();
-  c.serve->add_option("--threads", c.so.loop.threads, "event-loop threads (0: one per core)")->capture_default_str();
-  c.serve->add_option("--shutdown-delay-ms", c.so.shutdown_delay_ms, "how long to keep serving after SIGTERM with readiness false")
+  c.serve->add_option("--threads", c.serve_opts.loop.threads, "event-loop threads (0: one per core)")->capture_default_str();
+  c.serve->add_option("--shutdown-delay-ms", c.serve_opts.shutdown_delay_ms, "how long to keep serving after SIGTERM with readiness false")
       ->capture_default_str();
-  c.serve->add_option("--reload-interval-ms", c.so.reload_interval_ms, "how often certificate and config files are checked")
+  c.serve->add_option("--reload-interval-ms", c.serve_opts.reload_interval_ms, "how often certificate and config files are checked")
       ->capture_default_str();
-  c.serve->add_option("--idle-timeout-ms", c.so.loop.idle_timeout_ms, "how long a keep-alive connection may wait between requests")
+  c.serve->add_option("--idle-timeout-ms", c.serve_opts.loop.idle_timeout_ms, "how long a keep-alive connection may wait between requests")
       ->capture_default_str();
-  c.serve->add_option("--max-body-bytes", c.so.loop.max_body_bytes, "largest request body (larger: 413)")->capture_default_str();
-  c.serve->add_option("--request-timeout-ms", c.so.loop.request_timeout_ms, "deadline for the TLS handshake and a whole request")
+  c.serve->add_option("--max-body-bytes", c.serve_opts.loop.max_body_bytes, "largest request body (larger: 413)")->capture_default_str();
+  c.serve->add_option("--request-timeout-ms", c.serve_opts.loop.request_timeout_ms, "deadline for the TLS handshake and a whole request")
       ->capture_default_str();
 }
 
 void add_mutate_and_check(CLI::App& app, Commands& c) {
-  c.ma.output = "yaml";
-  c.ca.output = "text";
+  c.mutate_args.output = "yaml";
+  c.check_args.output = "text";
   c.mutate = app.add_subcommand("mutate", "Print manifests with /dev/shm injected into training pod templates");
-  c.mutate->add_option("-f,--filename,files", c.ma.files, "file, directory or - for stdin (repeatable; default: stdin)");
-  c.mutate->add_option("-o,--output", c.ma.output, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
-  c.mutate->add_flag("-i,--in-place", c.ma.in_place,
+  c.mutate->add_option("-f,--filename,files", c.mutate_args.files, "file, directory or - for stdin (repeatable; default: stdin)");
+  c.mutate->add_option("-o,--output", c.mutate_args.output, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
+  c.mutate->add_flag("-i,--in-place", c.mutate_args.in_place,
                    "rewrite the files that change (through symlinks, keeping owner, mode and hard links); leave the rest untouched");
-  c.mutate->add_flag("--allow-reformat", c.ma.allow_reformat,
+  c.mutate->add_flag("--allow-reformat", c.mutate_args.allow_reformat,
                    "when templates sharing a YAML anchor need different edits, re-emit the document (comments lost, anchor expanded) instead of failing");
-  c.mutate->add_option("--exclude", c.ma.excludes, "skip files whose path or name matches this glob (repeatable)");
-  c.mutate->add_option("--config", c.ma.config_file, "YAML config file");
+  c.mutate->add_option("--exclude", c.mutate_args.excludes, "skip files whose path or name matches this glob (repeatable)");
+  c.mutate->add_option("--config", c.mutate_args.config_file, "YAML config file");
   c.check = app.add_subcommand("check", "Exit 1 if a training pod template lacks the /dev/shm it needs");
-  c.check->add_option("-f,--filename,files", c.ca.files, "file, directory or - for stdin (repeatable)")->required();
-  c.check->add_option("-o,--output", c.ca.output, "text, json, junit, sarif or github")
+  c.check->add_option("-f,--filename,files", c.check_args.files, "file, directory or - for stdin (repeatable)")->required();
+  c.check->add_option("-o,--output", c.check_args.output, "text, json, junit, sarif or github")
       ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}));
-  c.check->add_option("--fail-on", c.ca.fail_on, "findings that fail the run: missing,too-small,stale,warning,rejected or none")
+  c.check->add_option("--fail-on", c.check_args.fail_on, "findings that fail the run: missing,too-small,stale,warning,rejected or none")
       ->capture_default_str();
-  c.check->add_option("--exclude", c.ca.excludes, "skip files whose path or name matches this glob (repeatable)");
-  c.check->add_flag("--skip-invalid", c.ca.skip_invalid, "report and skip files that are not Kubernetes manifests");
-  c.check->add_option("--config", c.ca.config_file, "YAML config file");
+  c.check->add_option("--exclude", c.check_args.excludes, "skip files whose path or name matches this glob (repeatable)");
+  c.check->add_flag("--skip-invalid", c.check_args.skip_invalid, "report and skip files that are not Kubernetes manifests");
+  c.check->add_option("--config", c.check_args.config_file, "YAML config file");
 }
 
 void add_size_and_review(CLI::App& app, Commands& c) {
   c.size = app.add_subcommand("size", "Compute the /dev/shm size for DataLoader parameters");
-  c.size->add_option("--batch-size", c.sa.batch, "samples per batch, per process")->required()->type_name("UINT");
-  c.size->add_option("--num-workers", c.sa.workers, "DataLoader num_workers, per process")->required()->type_name("UINT");
-  c.size->add_option("--sample-size", c.sa.sample, "bytes per sample (a quantity, e.g. 588Ki)")->required()->type_name("QUANTITY");
-  c.size->add_option("--prefetch-factor", c.sa.prefetch, "DataLoader prefetch_factor (default from config)")->type_name("UINT");
-  c.size->add_option("--procs-per-pod", c.sa.procs, "processes with their own DataLoader")->type_name("UINT");
-  c.size->add_option("--memory-limit", c.sa.memory_limit, "the pod's memory limit (warns when exceeded)")->type_name("QUANTITY");
-  c.size->add_option("-o,--output", c.sa.output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  c.size->add_option("--config", c.sa.config_file, "YAML config file");
+  c.size->add_option("--batch-size", c.size_args.batch, "samples per batch, per process")->required()->type_name("UINT");
+  c.size->add_option("--num-workers", c.size_args.workers, "DataLoader num_workers, per process")->required()->type_name("UINT");
+  c.size->add_option("--sample-size", c.size_args.sample, "bytes per sample (a quantity, e.g. 588Ki)")->required()->type_name("QUANTITY");
+  c.size->add_option("--prefetch-factor", c.size_args.prefetch, "DataLoader prefetch_factor (default from config)")->type_name("UINT");
+  c.size->add_option("--procs-per-pod", c.size_args.procs, "processes with their own DataLoader")->type_name("UINT");
+  c.size->add_option("--memory-limit", c.size_args.memory_limit, "the pod's memory limit (warns when exceeded)")->type_name("QUANTITY");
+  c.size->add_option("-o,--output", c.size_args.output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c.size->add_option("--config", c.size_args.config_file, "YAML config file");
   c.review = app.add_subcommand("review", "Ask a running webhook what it does with each pod template of some manifests");
-  c.review->add_option("--server", c.ra.server, "webhook URL, https://host:port[/path] (path default /mutate)")->required();
-  c.review->add_option("--ca", c.ra.ca_file, "PEM CA the serving certificate must chain to")->required()->check(CLI::ExistingFile);
-  c.review->add_option("--server-name", c.ra.server_name, "name the certificate must be valid for (default: the URL's host)");
-  auto* files = c.review->add_option("-f,--filename", c.ra.files, "file, directory or - for stdin (repeatable)");
-  c.review->add_flag("--test-pod", c.ra.test_pod, "review a built-in PyTorch training pod (what `helm test` does)")
+  c.review->add_option("--server", c.review_args.server, "webhook URL, https://host:port[/path] (path default /mutate)")->required();
+  c.review->add_option("--ca", c.review_args.ca_file, "PEM CA the serving certificate must chain to")->required()->check(CLI::ExistingFile);
+  c.review->add_option("--server-name", c.review_args.server_name, "name the certificate must be valid for (default: the URL's host)");
+  auto* files = c.review->add_option("-f,--filename", c.review_args.files, "file, directory or - for stdin (repeatable)");
+  c.review->add_flag("--test-pod", c.review_args.test_pod, "review a built-in PyTorch training pod (what `helm test` does)")
       ->excludes(files);
-  c.review->add_flag("--expect-injected", c.ra.expect_injected, "exit 1 unless every answer injects /dev/shm");
-  c.review->add_option("-o,--output", c.ra.output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  c.review->add_option("--timeout", c.ra.timeout_s, "seconds to connect, send and read")->capture_default_str();
+  c.review->add_flag("--expect-injected", c.review_args.expect_injected, "exit 1 unless every answer injects /dev/shm");
+  c.review->add_option("-o,--output", c.review_args.output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c.review->add_option("--timeout", c.review_args.timeout_s, "seconds to connect, send and read")->capture_default_str();
 }
 
 void add_observe_fn_version(CLI::App& app, Commands& c) {
   c.observe = app.add_subcommand("observe", "Run a command and measure the /dev/shm it uses; say how to annotate it");
-  c.observe->add_option("--shm-size", c.oa.shm_size, "run in a private tmpfs of this size at /dev/shm (root)")
+  c.observe->add_option("--shm-size", c.observe_args.shm_size, "run in a private tmpfs of this size at /dev/shm (root)")
       ->type_name("QUANTITY");
-  c.observe->add_option("--interval-ms", c.oa.interval_ms, "sampling interval: shorter catches shorter peaks")
+  c.observe->add_option("--interval-ms", c.observe_args.interval_ms, "sampling interval: shorter catches shorter peaks")
       ->capture_default_str();
-  c.observe->add_option("-o,--output", c.oa.output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  c.observe->add_option("--report", c.oa.report_file,
+  c.observe->add_option("-o,--output", c.observe_args.output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c.observe->add_option("--report", c.observe_args.report_file,
                       "write the report to this file; - for stdout, which then gets no command output (it goes to stderr)");
-  c.observe->add_option("--batch-size", c.oa.batch, "the job's batch size: infer the sample size")->type_name("UINT");
-  c.observe->add_option("--num-workers", c.oa.workers, "the job's DataLoader num_workers")->type_name("UINT");
-  c.observe->add_option("--prefetch-factor", c.oa.prefetch, "the job's prefetch_factor (default from config)")->type_name("UINT");
-  c.observe->add_option("--procs-per-pod", c.oa.procs, "processes with their own DataLoader")->type_name("UINT");
-  c.observe->add_option("--config", c.oa.config_file, "YAML config file (headroom, min)");
-  c.observe->add_option("command", c.oa.command, "the command to run, after --")->required();
+  c.observe->add_option("--batch-size", c.observe_args.batch, "the job's batch size: infer the sample size")->type_name("UINT");
+  c.observe->add_option("--num-workers", c.observe_args.workers, "the job's DataLoader num_workers")->type_name("UINT");
+  c.observe->add_option("--prefetch-factor", c.observe_args.prefetch, "the job's prefetch_factor (default from config)")->type_name("UINT");
+  c.observe->add_option("--procs-per-pod", c.observe_args.procs, "processes with their own DataLoader")->type_name("UINT");
+  c.observe->add_option("--config", c.observe_args.config_file, "YAML config file (headroom, min)");
+  c.observe->add_option("command", c.observe_args.command, "the command to run, after --")->required();
   c.fn = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
   c.fn->add_option("--config", c.fn_config, "YAML config file");
   c.version = app.add_subcommand("version", "Print the version");
@@ -433,23 +437,23 @@ int dispatch(Commands& c) {
     std::cout << "shmguard " << SHMGUARD_VERSION << "\n";
     return kExitOk;
   }
-  if (*c.size) return run_size(c.sa);
-  if (*c.observe) return run_observe(c.oa);
+  if (*c.size) return run_size(c.size_args);
+  if (*c.observe) return run_observe(c.observe_args);
   if (*c.review) {
-    if (c.ra.files.empty() && !c.ra.test_pod) return fail("review: give -f FILE or --test-pod");
-    auto files = expand_inputs(c.ra.files);
+    if (c.review_args.files.empty() && !c.review_args.test_pod) return fail("review: give -f FILE or --test-pod");
+    auto files = expand_inputs(c.review_args.files);
     if (!files) return fail(files.error());
-    c.ra.files = std::move(*files);
-    return run_review(c.ra);
+    c.review_args.files = std::move(*files);
+    return run_review(c.review_args);
   }
   if (*c.fn) {
     auto cfg = load_config(c.fn_config);
     if (!cfg) return fail(cfg.error());
     return run_krm_function(std::cin, std::cout, std::cerr, *cfg);
   }
-  if (*c.mutate) return run_mutate(c.ma);
-  if (*c.check) return run_check(c.ca);
-  if (*c.serve) return run_serve(c.so, c.log_level);
+  if (*c.mutate) return run_mutate(c.mutate_args);
+  if (*c.check) return run_check(c.check_args);
+  if (*c.serve) return run_serve(c.serve_opts, c.log_level);
   return kExitBadInput;
 }
 

@@ -69,8 +69,8 @@ json result_for(const json& list, const manifests::TemplateReport& r, const std:
 std::vector<json> results_for(const json& list, const manifests::TemplateReport& r) {
   std::vector<json> out;
   const auto& res = r.result;
-  if (res.mutated()) out.push_back(result_for(list, r, "info", r.decision_text(true)));
-  if (res.too_small) out.push_back(result_for(list, r, "warning", r.decision_text(false)));
+  if (res.mutated()) out.push_back(result_for(list, r, "info", r.summary_done()));
+  if (res.too_small) out.push_back(result_for(list, r, "warning", r.summary_planned()));
   for (const auto& w : res.warnings) out.push_back(result_for(list, r, "warning", w));
   return out;
 }

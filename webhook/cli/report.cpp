@@ -229,14 +229,18 @@ Result<FailOn> parse_fail_on(const std::string& text) {
   return f;
 }
 
-Record make_record(const manifests::TemplateReport& rep, const FailOn& fail_on) {
+bool FailOn::fails(const std::vector<Finding>& findings) const {
+  return std::any_of(findings.begin(), findings.end(), [&](const Finding& f) { return fails(f.rule); });
+}
+
+Record make_record(const manifests::TemplateReport& rep) {
   Record r;
   r.file = rep.file;
   r.line = rep.line;
   r.kind = rep.kind;
   r.name = rep.name;
   r.path = rep.path;
-  r.decision = rep.decision_text(false);
+  r.decision = rep.summary_planned();
   r.reason = rep.result.reason;
   const auto& res = rep.result;
   if (res.sizing) {
@@ -257,7 +261,6 @@ Record make_record(const manifests::TemplateReport& rep, const FailOn& fail_on) 
   if (res.stale) r.findings.push_back({Rule::kStale, r.line, r.decision});
   for (const auto& [line, msg] : r.warnings) r.findings.push_back({Rule::kWarning, line, msg});
   for (const auto& [line, msg] : rep.rejected) r.findings.push_back({Rule::kRejected, line, msg});
-  for (const auto& f : r.findings) r.failed = r.failed || fail_on.fails(f.rule);
   return r;
 }
 

@@ -20,19 +20,20 @@ inline constexpr Rule kRules[] = {Rule::kMissing, Rule::kTooSmall, Rule::kStale,
 const char* rule_name(Rule r);
 const char* rule_description(Rule r);
 
-struct FailOn {
-  bool rules[5] = {true, true, true, false, true};  // default: missing,too-small,stale,rejected
-  bool fails(Rule r) const { return rules[static_cast<int>(r)]; }
-};
-
-// Parses "missing,too-small,stale,warning,rejected" (any subset; "none" for no failures).
-Result<FailOn> parse_fail_on(const std::string& text);
-
 struct Finding {
   Rule rule;
   int line;
   std::string message;
 };
+
+struct FailOn {
+  bool rules[5] = {true, true, true, false, true};  // default: missing,too-small,stale,rejected
+  bool fails(Rule r) const { return rules[static_cast<int>(r)]; }
+  bool fails(const std::vector<Finding>& findings) const;
+};
+
+// Parses "missing,too-small,stale,warning,rejected" (any subset; "none" for no failures).
+Result<FailOn> parse_fail_on(const std::string& text);
 
 // One pod template as `check` reports it.
 struct Record {
@@ -49,7 +50,9 @@ struct Record {
   bool failed = false;
 };
 
-Record make_record(const manifests::TemplateReport& r, const FailOn& fail_on);
+// What one template's report says, in the form every output format prints (`failed` stays false:
+// `check` sets it from its --fail-on).
+Record make_record(const manifests::TemplateReport& r);
 
 struct Totals {
   std::size_t templates = 0, failed = 0;

@@ -31,7 +31,10 @@ struct AnnotationReader {
 
   // The text of annotation `key`; false when absent, or not a scalar (warned).
   bool text(std::string_view key, std::string& raw) {
-    if (ann && string_value(*ann, key, raw)) return true;
+    if (auto v = ann ? value_text(*ann, key) : std::nullopt) {
+      raw = std::move(*v);
+      return true;
+    }
     if (ann && ann->contains(key)) bad(key, "(not a string)", "is not a string");
     return false;
   }
@@ -103,9 +106,8 @@ std::optional<std::uint64_t> resource_limit(const json& resources_owner, const c
   const json* res = object_at(resources_owner, "resources");
   const json* lim = res ? object_at(*res, "limits") : nullptr;
   if (!lim) return std::nullopt;
-  std::string raw;
-  if (!string_value(*lim, resource, raw)) return std::nullopt;
-  return held_bytes(raw);
+  auto raw = value_text(*lim, resource);
+  return raw ? held_bytes(*raw) : std::nullopt;
 }
 
 // The first reason the pod cannot be patched safely; "" when it can.
@@ -180,9 +182,8 @@ std::optional<std::uint64_t> existing_shm_size(const json* spec, const json& mou
     if (!n || *n != *name) continue;
     const json* ed = object_at(v, "emptyDir");
     if (!ed) return std::nullopt;
-    std::string raw;
-    if (!string_value(*ed, "sizeLimit", raw)) return std::nullopt;
-    return held_bytes(raw);
+    auto raw = value_text(*ed, "sizeLimit");
+    return raw ? held_bytes(*raw) : std::nullopt;
   }
   return std::nullopt;
 }

@@ -137,11 +137,11 @@ Gpus gpu_limit(const json& spec) {
   for (const auto& c : *containers) {
     const json* res = object_at(c, "resources");
     const json* lim = res ? object_at(*res, "limits") : nullptr;
-    std::string raw;
-    if (!lim || !string_value(*lim, "nvidia.com/gpu", raw)) continue;
-    auto n = sizing::parse_count(raw);
+    auto raw = lim ? value_text(*lim, "nvidia.com/gpu") : std::nullopt;
+    if (!raw) continue;
+    auto n = sizing::parse_count(*raw);
     if (n) g.count += std::min<std::uint64_t>(*n, 1 << 20);
-    else if (g.invalid.empty()) g.invalid = in_quotes(raw) + " in container " + container_name(c);
+    else if (g.invalid.empty()) g.invalid = in_quotes(*raw) + " in container " + container_name(c);
   }
   return g;
 }

@@ -15,7 +15,9 @@ using nlohmann::json;
 enum class Tri { kUnset, kTrue, kFalse, kInvalid };
 
 Tri bool_value(const json* map, std::string_view key, std::string& raw) {
-  if (!map || !string_value(*map, key, raw)) return Tri::kUnset;
+  auto text = map ? value_text(*map, key) : std::nullopt;
+  if (!text) return Tri::kUnset;
+  raw = *text;
   std::string v;
   for (char c : raw) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (v == "true") return Tri::kTrue;
@@ -96,19 +98,13 @@ std::string printable(std::string_view value, std::size_t max) {
   return out;
 }
 
-bool string_value(const json& map, std::string_view key, std::string& out) {
-  if (!map.is_object()) return false;
+std::optional<std::string> value_text(const json& map, std::string_view key) {
+  if (!map.is_object()) return std::nullopt;
   auto it = map.find(key);
-  if (it == map.end()) return false;
-  if (it->is_string()) {
-    out = it->get_ref<const std::string&>();
-    return true;
-  }
-  if (it->is_number() || it->is_boolean()) {
-    out = it->dump();
-    return true;
-  }
-  return false;
+  if (it == map.end()) return std::nullopt;
+  if (it->is_string()) return it->get_ref<const std::string&>();
+  if (it->is_number() || it->is_boolean()) return it->dump();
+  return std::nullopt;
 }
 
 std::string image_repository(std::string_view image) {
@@ -156,9 +152,9 @@ std::string label_rule(const json* labels, const config::SelectionConfig& cfg) {
   for (const auto& rule : cfg.label_keys) {
     const auto eq = rule.find('=');
     const std::string key = rule.substr(0, eq);
-    std::string value;
-    if (!string_value(*labels, key, value)) continue;
-    if (eq == std::string::npos || value == rule.substr(eq + 1)) return "label " + (eq == std::string::npos ? key : rule);
+    auto value = value_text(*labels, key);
+    if (!value) continue;
+    if (eq == std::string::npos || *value == rule.substr(eq + 1)) return "label " + (eq == std::string::npos ? key : rule);
   }
   return "";
 }

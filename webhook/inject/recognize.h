@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,8 +41,8 @@ std::string image_repository(std::string_view image);
 bool glob_match(std::string_view pattern, std::string_view text);
 
 // Text of a label or annotation value; numbers and booleans (offline YAML) become their text.
-// Returns false when the key is absent or the value is not a scalar.
-bool string_value(const nlohmann::json& map, std::string_view key, std::string& out);
+// std::nullopt when the key is absent or the value is not a scalar.
+std::optional<std::string> value_text(const nlohmann::json& map, std::string_view key);
 
 // A JSON pointer reference token for `key` ("~" -> "~0", "/" -> "~1").
 std::string escape_pointer_token(std::string_view key);

@@ -68,19 +68,16 @@ std::string to_crlf(const std::string& s) {
 
 }  // namespace
 
-std::string TemplateReport::decision_text(bool mutate_wording) const {
-  using inject::Action;
+std::string TemplateReport::summary_planned() const {
+  if (result.action == inject::Action::kInjected) return "would inject " + sizing::format_quantity(result.size());
+  return result.summary;
+}
+
+std::string TemplateReport::summary_done() const {
   const auto& r = result;
-  switch (r.action) {
-    case Action::kInjected:
-      return (mutate_wording ? "injected " : "would inject ") + sizing::format_quantity(r.size());
-    case Action::kUpdated:
-      if (mutate_wording && r.stale) return "updated to " + sizing::format_quantity(r.size()) + " (was " + r.summary + ")";
-      return r.summary;
-    case Action::kUserManaged:
-    case Action::kSkipped:
-      break;
-  }
+  if (r.action == inject::Action::kInjected) return "injected " + sizing::format_quantity(r.size());
+  if (r.action == inject::Action::kUpdated && r.stale)
+    return "updated to " + sizing::format_quantity(r.size()) + " (was " + r.summary + ")";
   return r.summary;
 }
 
@@ -329,7 +326,7 @@ Status OfflineRunner::write_changed(const RawDocument& raw, json& doc, std::vect
     }
     const std::string why = edit.line() > 0 ? edit.error() + " at " + where(edit.line()) : edit.error();
     for (auto& rep : reports)
-      if (rep.result.mutated()) rep.rewritten = why;
+      if (rep.result.mutated()) rep.reemitted_because = why;
   }
   return reemit(raw, reports, where);
 }

@@ -33,14 +33,17 @@ struct TemplateReport {
   // shmguard.io annotations the API server would refuse (a number or bool where a string must be):
   // line and message. The webhook never sees these (the API server refuses them first).
   std::vector<std::pair<int, std::string>> rejected;
-  std::string rewritten;           // why the document was re-emitted instead of edited in place
+  std::string reemitted_because;   // why the document was re-emitted instead of edited in place
   std::string namespace_name;      // metadata.namespace of the resource that owns the template
   bool training_kind = false;      // inside a Kubeflow training kind (its operator labels the pods)
   std::optional<inject::OwnerProcs> owner_procs;  // the owner's nprocPerNode / numProcPerNode
   nlohmann::json object;           // the template itself, with keep_objects() only
 
-  // "would inject 12Gi", "ok", "too small: has 1Gi, needs 12Gi", "skipped: ..."
-  std::string decision_text(bool mutate_wording) const;
+  // The engine's summary as `check` words it, before anything is written: "would inject 12Gi",
+  // "ok", "too small: has 1Gi, needs 12Gi", "skipped: ...".
+  std::string summary_planned() const;
+  // The same as `mutate` words it, once written: "injected 12Gi", "updated to 12Gi (was ...)".
+  std::string summary_done() const;
 };
 
 class OfflineRunner {

@@ -45,21 +45,21 @@ bool is_special_float(std::string_view s) {
 
 bool is_null_word(std::string_view s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
 
-int bool_word(std::string_view s) {
+std::optional<bool> bool_word(std::string_view s) {
   static constexpr std::string_view kTrue[] = {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
   static constexpr std::string_view kFalse[] = {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"};
-  if (s.size() > 5) return -1;  // most scalars: longer than every word
+  if (s.size() > 5) return std::nullopt;  // most scalars: longer than every word
   for (auto t : kTrue)
-    if (s == t) return 1;
+    if (s == t) return true;
   for (auto f : kFalse)
-    if (s == f) return 0;
-  return -1;
+    if (s == f) return false;
+  return std::nullopt;
 }
 
 // Resolves a plain scalar the way Kubernetes' YAML reader (YAML 1.1 flavoured) does.
 json resolve_plain(const std::string& s) {
   if (is_null_word(s)) return nullptr;
-  if (int b = bool_word(s); b >= 0) return b == 1;
+  if (auto b = bool_word(s)) return *b;
   std::string_view v = s;
   bool neg = false;
   std::string_view digits = v;

@@ -251,7 +251,7 @@ Result<std::string> emit_json(const YamlNode* node, std::size_t budget, int inde
 }
 
 bool needs_quotes(std::string_view s) {
-  if (s.empty() || is_null_word(s) || bool_word(s) >= 0) return true;
+  if (s.empty() || is_null_word(s) || bool_word(s).has_value()) return true;
   if (s.front() == ' ' || s.back() == ' ' || s.back() == ':') return true;
   static constexpr std::string_view kIndicators = "-?:,[]{}#&*!|>'\"%@`.";
   if (kIndicators.find(s.front()) != std::string_view::npos) {

@@ -38,8 +38,8 @@ bool all_digits(std::string_view s, std::size_t from = 0);
 bool is_float_text(std::string_view s);
 bool is_special_float(std::string_view s);
 bool is_null_word(std::string_view s);
-// 1 for a true word (yes, on, True...), 0 for a false one, -1 for neither.
-int bool_word(std::string_view s);
+// The value of a YAML 1.1 bool word (yes, on, True, n, OFF...); std::nullopt for any other text.
+std::optional<bool> bool_word(std::string_view s);
 nlohmann::json resolve_plain(const std::string& s);
 // True when a scalar with this tag is typed by its text (no tag, or a yaml.org tag but !!str).
 bool plain_tag(const std::string& tag);

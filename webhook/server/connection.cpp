@@ -25,6 +25,7 @@ Connection::Connection(int fd, std::unique_ptr<Transport> transport, const LoopO
       opts_(opts),
       handler_(handler),
       on_reject_(on_reject),
+      connected_at_(now_ms),
       deadline_(now_ms + opts.request_timeout_ms) {}  // the TLS handshake counts as part of the request
 
 Connection::~Connection() {
@@ -32,11 +33,11 @@ Connection::~Connection() {
   ::close(fd_);
 }
 
-Wait Connection::on_ready(std::int64_t now, bool stopping) {
+Wait Connection::on_ready(std::int64_t now, Phase phase) {
   for (;;) {
     switch (state_) {
       case State::kReading: {
-        Wait w = read_request(now, stopping);
+        Wait w = read_request(now, phase);
         if (state_ == State::kReading) return w;
         break;  // a response is ready: write it now
       }
@@ -51,7 +52,7 @@ Wait Connection::on_ready(std::int64_t now, bool stopping) {
   }
 }
 
-Wait Connection::read_request(std::int64_t now, bool stopping) {
+Wait Connection::read_request(std::int64_t now, Phase phase) {
   bool eof = false;
   Io blocked = Io::kWantRead;
   char buf[kReadChunk];
@@ -75,13 +76,13 @@ Wait Connection::read_request(std::int64_t now, bool stopping) {
     request_started_ = true;
     deadline_ = now + opts_.request_timeout_ms;
   }
-  if (handle_buffered(now, stopping)) return Wait::kWrite;
-  if (eof || (stopping && !request_started_)) return Wait::kClose;
+  if (handle_buffered(now, phase)) return Wait::kWrite;
+  if (eof || (phase == Phase::kStopping && idle(now))) return Wait::kClose;
   if (!request_started_) deadline_ = now + opts_.idle_timeout_ms;
   return wait_for(blocked);
 }
 
-bool Connection::handle_buffered(std::int64_t now, bool stopping) {
+bool Connection::handle_buffered(std::int64_t now, Phase phase) {
   if (in_.empty()) return false;
   HttpRequest req;
   auto pr = parse_request(in_, opts_.max_body_bytes, req);
@@ -95,7 +96,7 @@ bool Connection::handle_buffered(std::int64_t now, bool stopping) {
       res.status = 500;
       res.body = "internal error\n";
     }
-    respond(res, res.close || !req.keep_alive || stopping, now);
+    respond(res, res.close || !req.keep_alive || phase != Phase::kServing, now);
     return true;
   }
   if (pr.status == ParseStatus::kError) {
@@ -115,6 +116,7 @@ void Connection::respond(const HttpResponse& res, bool close, std::int64_t now) 
   r.close = close;
   out_ = format_response(r);
   out_off_ = 0;
+  ++served_;
   close_after_ = close;
   state_ = State::kWriting;
   deadline_ = now + opts_.write_timeout_ms;

@@ -30,6 +30,15 @@ using RejectHook = std::function<void(int status)>;
 // What the connection waits for next.
 enum class Wait { kRead, kWrite, kClose };
 
+// Where the server is in its life: serving; closing (about to stop: every response closes its
+// connection, so clients reconnect, through the Service, to a replica that stays); stopping (no
+// new connections; those between requests close, in-flight requests finish).
+enum class Phase { kServing, kClosing, kStopping };
+
+// A client that connected this recently has not had time to send its first request yet: a stop
+// does not count its connection as idle.
+inline constexpr std::int64_t kFirstRequestGraceMs = 1000;
+
 class Connection {
  public:
   Connection(int fd, std::unique_ptr<Transport> transport, const LoopOptions& opts, const Handler& handler,
@@ -39,23 +48,26 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   // The socket is ready (or woke up with an error): go as far as possible without blocking.
-  Wait on_ready(std::int64_t now_ms, bool stopping);
+  Wait on_ready(std::int64_t now_ms, Phase phase);
 
   int fd() const { return fd_; }
   bool expired(std::int64_t now_ms) const { return now_ms > deadline_; }
-  // Between requests: nothing is lost by closing it.
-  bool idle() const { return state_ == State::kReading && !request_started_; }
+  // Nothing is lost by closing it: between requests, after one or a while after connecting.
+  bool idle(std::int64_t now_ms) const {
+    return state_ == State::kReading && !request_started_ &&
+           (served_ > 0 || now_ms - connected_at_ > kFirstRequestGraceMs);
+  }
   bool lingering() const { return state_ == State::kLinger; }
 
  private:
   enum class State { kReading, kWriting, kLinger };
 
-  Wait read_request(std::int64_t now, bool stopping);
+  Wait read_request(std::int64_t now, Phase phase);
   Wait write_response(std::int64_t now);
   Wait linger();
   void respond(const HttpResponse& res, bool close, std::int64_t now);
   // True when a whole request (or a refused one) is buffered and answered.
-  bool handle_buffered(std::int64_t now, bool stopping);
+  bool handle_buffered(std::int64_t now, Phase phase);
 
   int fd_;
   std::unique_ptr<Transport> transport_;
@@ -68,6 +80,8 @@ class Connection {
   std::size_t out_off_ = 0;
   bool close_after_ = false;
   bool request_started_ = false;
+  std::int64_t connected_at_;
+  int served_ = 0;  // responses written
   std::int64_t deadline_;
   std::size_t lingered_ = 0;
 };

@@ -88,7 +88,9 @@ class EventLoopServer::Worker {
     if (it == conns_.end()) return;
     Connection& c = *it->second;
     if ((ev.events & EPOLLERR) && !c.lingering()) return close(c);
-    apply(c, c.on_ready(now, s_.stopping_.load()));
+    apply(c, c.on_ready(now, s_.stopping_.load() ? Phase::kStopping
+                             : s_.closing_.load() ? Phase::kClosing
+                                                  : Phase::kServing));
   }
 
   void accept_all(std::int64_t now) {
@@ -149,7 +151,7 @@ class EventLoopServer::Worker {
     draining_ = true;
     drain_deadline_ = now + s_.opts_.drain_timeout_ms;
     ::epoll_ctl(ep_, EPOLL_CTL_DEL, s_.listen_fd_, nullptr);
-    close_if([](const Connection& c) { return c.idle(); });
+    close_if([now](const Connection& c) { return c.idle(now); });
   }
 };
 

@@ -28,6 +28,8 @@ class EventLoopServer {
 
   // Starts the worker threads.
   void start();
+  // From now on every response closes its connection (the phase before stop()).
+  void close_after_responses() { closing_ = true; }
   // Stops accepting, lets in-flight requests finish (bounded by drain_timeout_ms), closes idle
   // connections, and joins the workers.
   void stop();
@@ -43,6 +45,7 @@ class EventLoopServer {
   RejectHook on_reject_;
   int listen_fd_ = -1;
   int port_ = 0;
+  std::atomic<bool> closing_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<std::size_t> open_{0};
   std::vector<std::thread> workers_;

@@ -257,7 +257,11 @@ void WebhookServer::shutdown() {
   stop_cv_.notify_all();
   if (!https_ || !https_started_) return;  // start() failed: nothing to drain, exit at once
   log(Level::kInfo, "shutting down: readiness false, draining", {{"delay_ms", opts_.shutdown_delay_ms}});
-  // Keep serving while endpoints controllers notice the readiness change.
+  // Keep serving while endpoints controllers and kube-proxy notice the readiness change, closing
+  // each connection after its response: a kept-alive connection would otherwise carry the API
+  // server's requests to this pod until it stops (kube-proxy's rules only steer new connections),
+  // and a request that meets the closing socket admits its pod unchanged.
+  https_->close_after_responses();
   if (opts_.shutdown_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opts_.shutdown_delay_ms));
   https_->stop();
   if (http_) http_->stop();
