@@ -1,5 +1,6 @@
 // Recognition rules in README's order, image parsing and globbing.
 #include "inject/recognize.h"
+#include "base/text.h"
 
 #include <gtest/gtest.h>
 

@@ -35,6 +35,7 @@
 #include "sizing/formula.h"
 #include "sizing/quantity.h"
 #include "version.h"
+#include "base/text.h"
 
 namespace shmguard::cli {
 namespace fs = std::filesystem;
@@ -136,7 +137,7 @@ struct ManifestArgs {
 bool excluded(const std::string& path, const std::vector<std::string>& globs) {
   const std::string base = fs::path(path).filename().string();
   return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) {
-    return inject::glob_match(g, path) || inject::glob_match(g, base);
+    return glob_match(g, path) || glob_match(g, base);
   });
 }
 

@@ -8,6 +8,7 @@
 #include "inject/json_fields.h"
 #include "inject/procs.h"
 #include "sizing/quantity.h"
+#include "base/text.h"
 
 namespace shmguard::inject {
 namespace {

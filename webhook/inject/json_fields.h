@@ -3,7 +3,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace shmguard::inject {
 
@@ -32,6 +34,28 @@ inline std::string display_name(const nlohmann::json& metadata) {
   std::string name = str_field(metadata, "name");
   if (name.empty() && !str_field(metadata, "generateName").empty()) name = str_field(metadata, "generateName") + "*";
   return name;
+}
+
+// Text of a label or annotation value; numbers and booleans (offline YAML) become their text.
+// std::nullopt when the key is absent or the value is not a scalar.
+inline std::optional<std::string> value_text(const nlohmann::json& map, std::string_view key) {
+  if (!map.is_object()) return std::nullopt;
+  auto it = map.find(key);
+  if (it == map.end()) return std::nullopt;
+  if (it->is_string()) return it->get_ref<const std::string&>();
+  if (it->is_number() || it->is_boolean()) return it->dump();
+  return std::nullopt;
+}
+
+// A JSON pointer reference token for `key` ("~" -> "~0", "/" -> "~1").
+inline std::string escape_pointer_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
 }
 
 }  // namespace shmguard::inject

@@ -7,6 +7,7 @@
 #include "inject/json_fields.h"
 #include "inject/recognize.h"
 #include "sizing/quantity.h"
+#include "base/text.h"
 
 namespace shmguard::inject {
 namespace {

@@ -2,6 +2,7 @@
 #include "inject/recognize.h"
 
 #include "inject/json_fields.h"
+#include "base/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -75,38 +76,6 @@ std::string closest_known_key(std::string_view key) {
   return best_d <= 3 ? std::string(best) : std::string();
 }
 
-std::string escape_pointer_token(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
-std::string printable(std::string_view value, std::size_t max) {
-  std::string out;
-  for (char c : value) {
-    if (out.size() >= max) {
-      out += "...";
-      break;
-    }
-    auto u = static_cast<unsigned char>(c);
-    out += (u < 0x20 || u == 0x7f || u >= 0x80) ? '?' : c;
-  }
-  return out;
-}
-
-std::optional<std::string> value_text(const json& map, std::string_view key) {
-  if (!map.is_object()) return std::nullopt;
-  auto it = map.find(key);
-  if (it == map.end()) return std::nullopt;
-  if (it->is_string()) return it->get_ref<const std::string&>();
-  if (it->is_number() || it->is_boolean()) return it->dump();
-  return std::nullopt;
-}
-
 std::string image_repository(std::string_view image) {
   if (auto at = image.find('@'); at != std::string_view::npos) image = image.substr(0, at);
   auto slash = image.rfind('/');
@@ -114,26 +83,6 @@ std::string image_repository(std::string_view image) {
   if (colon != std::string_view::npos && (slash == std::string_view::npos || colon > slash))
     image = image.substr(0, colon);
   return std::string(image);
-}
-
-bool glob_match(std::string_view p, std::string_view t) {
-  std::size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
-  while (ti < t.size()) {
-    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
-      ++pi;
-      ++ti;
-    } else if (pi < p.size() && p[pi] == '*') {
-      star = pi++;
-      mark = ti;
-    } else if (star != std::string_view::npos) {
-      pi = star + 1;
-      ti = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
 }
 
 namespace {

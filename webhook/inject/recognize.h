@@ -37,18 +37,5 @@ Recognition recognize(const nlohmann::json& pod, const config::SelectionConfig& 
 // The repository part of an image reference: tag and digest removed, registry and port kept.
 std::string image_repository(std::string_view image);
 
-// Shell-style glob: '*' matches any run of characters (including '/'), '?' one character.
-bool glob_match(std::string_view pattern, std::string_view text);
-
-// Text of a label or annotation value; numbers and booleans (offline YAML) become their text.
-// std::nullopt when the key is absent or the value is not a scalar.
-std::optional<std::string> value_text(const nlohmann::json& map, std::string_view key);
-
-// A JSON pointer reference token for `key` ("~" -> "~0", "/" -> "~1").
-std::string escape_pointer_token(std::string_view key);
-
-// A value safe to echo in a warning: control characters replaced, at most `max` characters.
-std::string printable(std::string_view value, std::size_t max = 40);
-
 
 }  // namespace shmguard::inject

@@ -9,6 +9,7 @@
 #include "manifests/templates.h"
 #include "manifests/yaml_doc.h"
 #include "sizing/quantity.h"
+#include "base/text.h"
 
 namespace shmguard::manifests {
 namespace {
@@ -250,7 +251,7 @@ void OfflineRunner::check_annotation_types(const json& tmpl, TemplateReport& rep
   if (!ann) return;
   for (const auto& [key, value] : ann->items()) {
     if (!value.is_number() && !value.is_boolean()) continue;
-    std::string msg = "annotation " + inject::printable(key, 80) + ": " + value.dump() + " is " +
+    std::string msg = "annotation " + printable(key, 80) + ": " + value.dump() + " is " +
                       (value.is_boolean() ? "a bool" : "a number") +
                       "; kubectl would reject it (annotation values must be strings): quote it";
     if (key.starts_with("shmguard.io/")) rep.rejected.emplace_back(annotation_line(rep, key, first_line), std::move(msg));

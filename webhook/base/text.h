@@ -1,0 +1,17 @@
+// Text helpers every module uses: echoing untrusted values, and the glob the config's image and
+// file patterns are written in.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace shmguard {
+
+// A value safe to echo in a warning: control characters replaced, at most `max` characters.
+std::string printable(std::string_view value, std::size_t max = 40);
+
+// Shell-style glob: '*' matches any run of characters (including '/'), '?' one character.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+}  // namespace shmguard
