@@ -339,10 +339,12 @@ clear_host() {
     kill -9 $f 2>/dev/null || true
     sleep 0.2
   done
-  for m in $(grep -l "$NODE_CNI_NETWORK" /var/lib/cni/results/* 2>/dev/null); do
-    local ns; ns=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("netns", ""))' "$m" 2>/dev/null || true)
-    [[ "$ns" == /var/run/netns/* || "$ns" == /run/netns/* ]] && ip netns delete "$(basename "$ns")" 2>/dev/null
-    rm -f "$m"
+  # The CNI results the runtime did not delete (a killed node's pods): this network's, named
+  # NETWORK-SANDBOX-IFNAME, and the loopback ones of the same sandboxes. (They do not name the netns.)
+  for m in /var/lib/cni/results/"$NODE_CNI_NETWORK"-*; do
+    [[ -e "$m" ]] || continue
+    local id=${m#*/"$NODE_CNI_NETWORK"-}
+    rm -f "$m" "/var/lib/cni/results/cni-loopback-${id%-*}-lo"
   done
   # The pods' netns whose veths are still on the bridge (the runtime that would remove them is gone).
   for m in $(ip -o link show master "$NODE_BRIDGE" 2>/dev/null | sed -n 's/.* link-netns \([^ ]*\).*/\1/p' | sort -u); do

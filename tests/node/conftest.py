@@ -111,7 +111,8 @@ def host_state(cluster_dir):
             procs.append(args)
     rules = [line for cmd in (["iptables-save"], ["ip6tables-save"]) for line in _lines(cmd)
              if "KUBE-" in line or "shmguard" in line]
-    cni = [str(p) for p in Path("/var/lib/cni/results").glob("*") if "shmguard-node" in p.name] \
+    cni = [str(p) for p in Path("/var/lib/cni/results").glob("*")
+           if "shmguard-node" in p.name or p.name.startswith("cni-loopback-")] \
         if Path("/var/lib/cni/results").is_dir() else []
     logs = [str(p) for p in Path("/var/log/containers").glob("*") if p.is_symlink() and d in os.readlink(p)] \
         if Path("/var/log/containers").is_dir() else []
