@@ -72,6 +72,9 @@ struct YamlNode {
   int height = -1;
 
   bool is_null() const;
+  // Back to a fresh node of `kind`, keeping its strings' and vectors' capacity (the arena's reuse):
+  // every field above is set here.
+  void reset(Kind k);
 };
 
 // Owns the nodes of one document. Aliases point at the anchored node, so a tree may share

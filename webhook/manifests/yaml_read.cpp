@@ -219,18 +219,22 @@ bool YamlDocument::unshare(std::size_t budget) {
 YamlNode* YamlDocument::make(YamlNode::Kind kind) {
   if (used == nodes.size()) nodes.emplace_back();
   YamlNode& n = nodes[used++];
-  n.kind = kind;
-  n.style = ScalarStyle::kPlain;
-  n.value.clear();
-  n.tag.clear();
-  n.items.clear();
-  n.pairs.clear();
-  n.line = 0;
-  n.start = n.end = 0;
-  n.column = 0;
-  n.flow = n.anchored = false;
-  n.height = -1;
+  n.reset(kind);
   return &n;
+}
+
+void YamlNode::reset(Kind k) {
+  kind = k;
+  style = ScalarStyle::kPlain;
+  value.clear();
+  tag.clear();
+  items.clear();
+  pairs.clear();
+  line = 0;
+  start = end = 0;
+  column = 0;
+  flow = anchored = false;
+  height = -1;
 }
 
 void YamlDocument::clear() {
