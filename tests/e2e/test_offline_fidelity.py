@@ -285,3 +285,18 @@ def test_no_document_lost(tmp_path, variant):
             assert_same_documents(expected, items, where + " -o json")
             checked += 1
     assert checked > 0
+
+
+def test_threads_change_nothing_on_the_corpus():
+    """`--jobs`: the corpus (a directory of real manifests, and all of it as one stream) through
+    mutate and check with one thread and with four: the same bytes out, the same report, in order."""
+    texts = [p.read_bytes() for p in sorted(CORPUS.rglob("*.yaml"))]
+    stream = b"".join(b"---\n" + t + (b"" if t.endswith(b"\n") else b"\n") for t in texts)
+    for args, stdin in ((["-f", str(CORPUS)], None), (["-f", "-"], stream)):
+        outs = [run("mutate", *args, "-j", j, stdin=stdin) for j in ("1", "4")]
+        assert outs[0].returncode == 0, outs[0].stderr
+        assert b"injected" in outs[0].stderr and b"sizeLimit" in outs[0].stdout
+        assert outs[1].stdout == outs[0].stdout and outs[1].stderr == outs[0].stderr
+        checks = [run("check", *args, "-o", "json", "--fail-on", "none", "-j", j, stdin=stdin) for j in ("1", "4")]
+        assert checks[0].returncode == 0 and checks[1].stdout == checks[0].stdout
+        assert json.loads(checks[0].stdout)

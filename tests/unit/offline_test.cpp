@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "manifests/yaml_doc.h"
@@ -20,9 +21,10 @@ struct Run {
   std::vector<TemplateReport> reports;
 };
 
-Run run(const std::string& text, OutputFormat fmt = OutputFormat::kYaml) {
+Run run(const std::string& text, OutputFormat fmt = OutputFormat::kYaml, unsigned threads = 1) {
   std::ostringstream out;
   OfflineRunner r(cfg, fmt, out);
+  r.set_threads(threads);
   std::istringstream in(text);
   Run res;
   auto done = r.process("in.yaml", in);
@@ -194,4 +196,83 @@ spec:
   EXPECT_EQ(out["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][0]["mountPath"], "/dev/shm");
   // The aliased third container is its own copy: exactly one mount each, not two on a shared node.
   for (int i = 0; i < 3; ++i) EXPECT_EQ(out["spec"]["template"]["spec"]["containers"][i]["volumeMounts"].size(), 1u) << i;
+}
+
+// ---- threads: any number writes what one does ----
+
+namespace {
+
+// What a report says, in the order the reports came.
+std::vector<std::string> said(const std::vector<TemplateReport>& reports) {
+  std::vector<std::string> lines;
+  for (const auto& r : reports)
+    lines.push_back(r.file + ":" + std::to_string(r.line) + " #" + std::to_string(r.document) + " " + r.kind + "/" +
+                    r.name + " " + r.summary_done());
+  return lines;
+}
+
+// `count` documents over several batches: training jobs each sized differently (so a report or a
+// document out of place shows), other kinds, comment-only documents; the last has no final newline.
+std::string stream(int count) {
+  std::string s;
+  for (int i = 0; i < count; ++i) {
+    switch (i % 4) {
+      case 0: {
+        std::string job = kJob;
+        const std::string from = "batch-size: \"32\"";
+        job.replace(job.find(from), from.size(), "batch-size: \"" + std::to_string(8 + i) + "\"");
+        job.replace(job.find("name: j"), 7, "name: j" + std::to_string(i));
+        s += "---\n" + job;
+        break;
+      }
+      case 1: s += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c" + std::to_string(i) + "}\ndata: {a: '1'}\n"; break;
+      case 2: s += "--- # nothing but a comment\n# " + std::to_string(i) + "\n"; break;
+      default:
+        s += "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web" + std::to_string(i) +
+             "\nspec:\n  template:\n    spec:\n      containers:\n      - name: nginx\n        image: nginx\n";
+    }
+  }
+  s += "---\nkind: Pod\nmetadata:\n  name: last\n  labels: {shmguard.io/inject: 'true'}\nspec:\n  containers:\n  - name: t\n    image: t\n    command: [\"x\"]";
+  return s;
+}
+
+}  // namespace
+
+TEST(OfflineRunnerThreads, AnyNumberOfThreadsWritesAndReportsWhatOneDoes) {
+  const std::string text = stream(700);  // three batches of up to 256 documents
+  for (auto fmt : {OutputFormat::kYaml, OutputFormat::kJson, OutputFormat::kNone}) {
+    const auto one = run(text, fmt, 1);
+    ASSERT_TRUE(one.ok) << one.err;
+    ASSERT_EQ(one.reports.size(), 351u);  // 175 jobs, 175 deployments, the last pod
+    for (unsigned threads : {2u, 3u, 8u}) {
+      const auto many = run(text, fmt, threads);
+      ASSERT_TRUE(many.ok) << many.err;
+      EXPECT_EQ(many.out, one.out) << "threads " << threads;
+      EXPECT_EQ(said(many.reports), said(one.reports)) << "threads " << threads;
+    }
+  }
+  // The YAML really changed where it should, in order: job 0 first, the last pod last.
+  const auto yaml = run(text, OutputFormat::kYaml, 4);
+  EXPECT_LT(yaml.out.find("name: j0\n"), yaml.out.find("name: j4\n"));
+  EXPECT_LT(yaml.out.rfind("name: last"), yaml.out.rfind("sizeLimit"));
+}
+
+TEST(OfflineRunnerThreads, AnInvalidDocumentStopsTheStreamThereWithAnyNumberOfThreads) {
+  std::string text = stream(600);
+  // Document 401 (in the second batch) turns invalid; its line in the stream is where it starts.
+  std::size_t at = 0;
+  for (int i = 0; i < 400; ++i) at = text.find("\n---", at + 1);
+  text.insert(at + 1, "---\nkind: [unclosed\n");
+  const int line = static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at) + 1, '\n')) + 2;
+  const auto one = run(text, OutputFormat::kYaml, 1);
+  ASSERT_FALSE(one.ok);
+  EXPECT_EQ(one.err.rfind("in.yaml:" + std::to_string(line + 1) + ": invalid YAML", 0), 0u) << one.err;
+  for (unsigned threads : {2u, 4u}) {
+    const auto many = run(text, OutputFormat::kYaml, threads);
+    EXPECT_EQ(many.err, one.err);
+    EXPECT_EQ(many.out, one.out);  // the 400 documents before it, none after
+    EXPECT_EQ(said(many.reports), said(one.reports));
+  }
+  EXPECT_EQ(one.reports.size(), 200u);
+  EXPECT_EQ(one.out.find("kind: [unclosed"), std::string::npos);
 }

@@ -35,6 +35,7 @@
 #include "sizing/formula.h"
 #include "sizing/quantity.h"
 #include "version.h"
+#include "base/parallel.h"
 #include "base/text.h"
 
 namespace shmguard::cli {
@@ -132,7 +133,11 @@ struct ManifestArgs {
   bool in_place = false;
   bool skip_invalid = false;
   bool allow_reformat = false;
+  unsigned jobs = 0;  // threads working on documents; 0: one per core
 };
+
+// The runner's threads from --jobs (0: one per core).
+unsigned runner_threads(const ManifestArgs& a) { return a.jobs ? a.jobs : default_threads(); }
 
 bool excluded(const std::string& path, const std::vector<std::string>& globs) {
   const std::string base = fs::path(path).filename().string();
@@ -195,7 +200,7 @@ Status process_file(manifests::OfflineRunner& runner, const std::string& f) {
   return runner.process(f, in);
 }
 
-int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files, bool allow_reformat) {
+int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files, const ManifestArgs& a) {
   // Every file is read, mutated and checked for how it can be written before any is written:
   // invalid input or a file that cannot keep its owner changes nothing.
   std::vector<std::pair<RewritePlan, std::string>> changed;
@@ -204,7 +209,8 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
     if (f == "-") return fail("--in-place cannot rewrite stdin");
     std::ostringstream out;
     manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
-    if (allow_reformat) runner.allow_reformat();
+    runner.set_threads(runner_threads(a));
+    if (a.allow_reformat) runner.allow_reformat();
     if (auto s = process_file(runner, f); !s) return fail(s.error());
     runner.finish();
     bool mutated = false;
@@ -236,7 +242,7 @@ int run_mutate(ManifestArgs a) {
   if (!files) return fail(files.error());
   if (a.in_place) {
     if (a.output == "json") return fail("--in-place keeps each file's format; it cannot be combined with -o json");
-    return run_mutate_in_place(cfg, *files, a.allow_reformat);
+    return run_mutate_in_place(cfg, *files, a);
   }
   std::FILE* tmp = std::tmpfile();
   if (!tmp) return fail("cannot create a temporary file");
@@ -248,6 +254,7 @@ int run_mutate(ManifestArgs a) {
   manifests::OfflineRunner runner(cfg, a.output == "json" ? manifests::OutputFormat::kJson : manifests::OutputFormat::kYaml,
                                   out);
   runner.set_report_sink(print_mutate_report);
+  runner.set_threads(runner_threads(a));
   if (a.allow_reformat) runner.allow_reformat();
   for (const auto& f : *files)
     if (auto s = process_file(runner, f); !s) return fail(s.error());
@@ -271,6 +278,7 @@ int run_check(const ManifestArgs& a) {
   Totals totals;
   std::ostringstream none;
   manifests::OfflineRunner runner(*cfg, manifests::OutputFormat::kNone, none);
+  runner.set_threads(runner_threads(a));
   runner.set_report_sink([&](const manifests::TemplateReport& r) { 
     Record rec = make_record(r);
     rec.failed = fail_on->fails(rec.findings);
@@ -380,6 +388,8 @@ void add_mutate_and_check(CLI::App& app, Commands& c) {
                    "when templates sharing a YAML anchor need different edits, re-emit the document (comments lost, anchor expanded) instead of failing");
   c.mutate->add_option("--exclude", c.mutate_args.excludes, "skip files whose path or name matches this glob (repeatable)");
   c.mutate->add_option("--config", c.mutate_args.config_file, "YAML config file");
+  c.mutate->add_option("-j,--jobs", c.mutate_args.jobs, "threads working on documents (0: one per core); output is the same for any")
+      ->capture_default_str();
   c.check = app.add_subcommand("check", "Exit 1 if a training pod template lacks the /dev/shm it needs");
   c.check->add_option("-f,--filename,files", c.check_args.files, "file, directory or - for stdin (repeatable)")->required();
   c.check->add_option("-o,--output", c.check_args.output, "text, json, junit, sarif or github")
@@ -389,6 +399,8 @@ void add_mutate_and_check(CLI::App& app, Commands& c) {
   c.check->add_option("--exclude", c.check_args.excludes, "skip files whose path or name matches this glob (repeatable)");
   c.check->add_flag("--skip-invalid", c.check_args.skip_invalid, "report and skip files that are not Kubernetes manifests");
   c.check->add_option("--config", c.check_args.config_file, "YAML config file");
+  c.check->add_option("-j,--jobs", c.check_args.jobs, "threads working on documents (0: one per core); output is the same for any")
+      ->capture_default_str();
 }
 
 void add_size_and_review(CLI::App& app, Commands& c) {

@@ -1,0 +1,272 @@
+// One document, worked on apart from the stream (see document.h).
+#include "manifests/document.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/assert.h"
+#include "base/text.h"
+#include "inject/json_fields.h"
+#include "manifests/surgical.h"
+#include "sizing/quantity.h"
+
+namespace shmguard::manifests {
+namespace {
+
+using nlohmann::json;
+
+// Alias bombs and oversized documents fail instead of expanding without bound.
+std::size_t node_budget(const std::string& text) { return text.size() * 16 + 4096; }
+
+const char* type_name(const YamlNode& n) {
+  switch (n.kind) {
+    case YamlNode::Kind::kSequence: return "a list";
+    case YamlNode::Kind::kScalar: return "a scalar";
+    default: return "not a mapping";
+  }
+}
+
+// Leading comment and blank lines of a document (after its "---" line), kept on rewrite.
+std::string leading_comments(const std::string& text, bool& had_separator) {
+  std::size_t pos = 0;
+  had_separator = false;
+  std::string out;
+  if (text.starts_with('%')) {
+    // Directives and the "---" line that ends them are kept as they are.
+    auto sep = text.find("\n---");
+    auto nl = sep == std::string::npos ? std::string::npos : text.find('\n', sep + 1);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    out = text.substr(0, pos);
+    if (!out.empty() && out.back() != '\n') out += '\n';
+  } else if (text.compare(0, 3, "---") == 0) {
+    had_separator = true;
+    auto nl = text.find('\n');
+    // Content after "--- " on the same line (e.g. "--- # note") is dropped with the line.
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  while (pos < text.size()) {
+    auto nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos + 1);
+    auto first = line.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && line[first] != '#') break;
+    out += line;
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  return out;
+}
+
+std::string to_crlf(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + s.size() / 16);
+  for (char c : s) {
+    if (c == '\n') out += '\r';
+    out += c;
+  }
+  return out;
+}
+
+// A YAML text to write, with its stripped form when it has no final newline (see DocumentOutcome).
+void set_text(DocumentOutcome& out, std::string text, const YamlDocument* doc) {
+  if (!text.empty() && text.back() != '\n' && doc) out.text_fixed = strip_trailing_block_scalar(*doc, text);
+  out.text = std::move(text);
+}
+
+}  // namespace
+
+std::string TemplateReport::summary_planned() const {
+  if (result.action == inject::Action::kInjected) return "would inject " + sizing::format_quantity(result.size());
+  return result.summary;
+}
+
+std::string TemplateReport::summary_done() const {
+  const auto& r = result;
+  if (r.action == inject::Action::kInjected) return "injected " + sizing::format_quantity(r.size());
+  if (r.action == inject::Action::kUpdated && r.stale)
+    return "updated to " + sizing::format_quantity(r.size()) + " (was " + r.summary + ")";
+  return r.summary;
+}
+
+std::string DocumentWorker::Place::operator()(int rel_line) const {
+  return file + ":" + std::to_string(rel_line > 0 ? raw.first_line + rel_line - 1 : raw.first_line);
+}
+
+DocumentOutcome DocumentWorker::run(const std::string& file, int index, const RawDocument& raw) {
+  DocumentOutcome out;
+  const Place at{file, raw};
+  if (auto parsed = parse_document(raw.text, ydoc_); !parsed) {
+    out.status = Status::failure(at(parsed.line()) + ": " + parsed.error());
+    return out;
+  }
+  const YamlNode* node = ydoc_.root;
+  if (!node) {  // empty or comments only
+    if (opts_.format == OutputFormat::kYaml) set_text(out, raw.text, &ydoc_);
+    return out;
+  }
+  if (node->kind != YamlNode::Kind::kMap) {
+    out.status = Status::failure(at(node->line) + ": document " + std::to_string(index) + " is " + type_name(*node) +
+                                 ", expected a Kubernetes object (a mapping)");
+    return out;
+  }
+  node_budget_ = node_budget(raw.text);
+  auto doc = to_json(node, node_budget_);
+  if (!doc) {
+    out.status = Status::failure(at(doc.line()) + ": " + doc.error());
+    return out;
+  }
+  out.status = analyze(at, index, *doc, out);
+  return out;
+}
+
+// The templates' reports, and the document's text as it is to be written.
+Status DocumentWorker::analyze(const Place& at, int index, json& doc, DocumentOutcome& out) {
+  for (const auto& ref : find_templates(doc)) out.reports.push_back(report_template(at, index, ref));
+  if (opts_.format == OutputFormat::kNone) return Ok{};
+  // Written out, the document would pass on what kubectl refuses: mutate stops instead.
+  for (const auto& rep : out.reports) {
+    if (rep.rejected.empty()) continue;
+    auto refused = Status::failure(rep.file + ":" + std::to_string(rep.rejected.front().first) + ": " +
+                                   rep.rejected.front().second);
+    out.reports.clear();  // the document is refused as a whole: no report for its templates
+    return refused;
+  }
+  const bool changed =
+      std::any_of(out.reports.begin(), out.reports.end(), [](const auto& r) { return r.result.mutated(); });
+  return changed ? write_changed(at, doc, out) : write_unchanged(at, out);
+}
+
+// The engine's call on one template, with where it is in the file.
+TemplateReport DocumentWorker::report_template(const Place& at, int index, const TemplateRef& ref) const {
+  TemplateReport rep;
+  rep.file = at.file;
+  rep.document = index;
+  const YamlNode* tnode = resolve(ydoc_.root, ref.pointer);
+  rep.line = at.raw.first_line + (tnode ? tnode->line : ydoc_.root->line) - 1;
+  rep.kind = ref.kind;
+  rep.name = ref.name;
+  rep.path = ref.path;
+  rep.pointer = ref.pointer;
+  rep.namespace_name = ref.namespace_name;
+  rep.training_kind = ref.training_kind;
+  rep.owner_procs = ref.owner_procs;
+  const json& tmpl = *ref.node;  // find_templates(doc) found it
+  rep.result = inject::inject_pod(tmpl, cfg_, {.assume_training = ref.training_kind, .owner_procs = ref.owner_procs});
+  if (opts_.keep_objects) rep.object = tmpl;
+  check_annotation_types(tmpl, rep, at.raw.first_line);
+  rep.warning_lines = warning_lines(rep, at.raw.first_line);
+  return rep;
+}
+
+int DocumentWorker::annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const {
+  const YamlNode* ann = resolve(ydoc_.root, rep.pointer + "/metadata/annotations");
+  if (ann && !key.empty() && ann->kind == YamlNode::Kind::kMap) {
+    for (const auto& [k, v] : ann->pairs)
+      if (k->kind == YamlNode::Kind::kScalar && k->value == key) return first_line + k->line - 1;
+  }
+  return rep.line;
+}
+
+std::vector<int> DocumentWorker::warning_lines(const TemplateReport& rep, int first_line) const {
+  std::vector<int> lines;
+  for (const auto& about : rep.result.warning_about) lines.push_back(annotation_line(rep, about, first_line));
+  return lines;
+}
+
+// Annotation values must be strings; YAML reads `64` and `true` as a number and a bool, and the
+// API server refuses the object. A shmguard.io one is a finding (its value is what shmguard sized
+// by), any other a warning.
+void DocumentWorker::check_annotation_types(const json& tmpl, TemplateReport& rep, int first_line) const {
+  const json* md = inject::object_at(tmpl, "metadata");
+  const json* ann = md ? inject::object_at(*md, "annotations") : nullptr;
+  if (!ann) return;
+  for (const auto& [key, value] : ann->items()) {
+    if (!value.is_number() && !value.is_boolean()) continue;
+    std::string msg = "annotation " + printable(key, 80) + ": " + value.dump() + " is " +
+                      (value.is_boolean() ? "a bool" : "a number") +
+                      "; kubectl would reject it (annotation values must be strings): quote it";
+    if (key.starts_with("shmguard.io/")) rep.rejected.emplace_back(annotation_line(rep, key, first_line), std::move(msg));
+    else rep.result.warn(std::move(msg), key);
+  }
+}
+
+// The tree as one JSON object.
+Status DocumentWorker::set_json(const Place& at, DocumentOutcome& out) {
+  auto text = emit_json(ydoc_.root, node_budget_ * 2, 0);
+  if (!text) return Status::failure(at(text.line()) + ": " + text.error());
+  out.text = std::move(*text);
+  return Ok{};
+}
+
+Status DocumentWorker::write_unchanged(const Place& at, DocumentOutcome& out) {
+  if (opts_.format == OutputFormat::kJson) return set_json(at, out);
+  set_text(out, at.raw.text, &ydoc_);
+  return Ok{};
+}
+
+// The document's own text with the templates' lines added, verified by reading it back as the
+// patched object; a failure says why (with the anchor's line for an anchor conflict).
+Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, json& doc,
+                                                  const std::vector<TemplateReport>& reports) {
+  std::vector<TemplatePatch> patches;
+  json combined = json::array();
+  for (const auto& rep : reports) {
+    if (!rep.result.mutated()) continue;
+    patches.push_back({rep.pointer, &rep.result.patch});
+    for (auto op : rep.result.patch) {
+      op["path"] = rep.pointer + op["path"].get<std::string>();
+      combined.push_back(std::move(op));
+    }
+  }
+  auto edit = edit_in_place(raw.text, ydoc_, patches);
+  if (!edit) return edit;
+  doc.patch_inplace(combined);  // `doc` is not needed unpatched any more
+  if (auto parsed = parse_document(*edit, check_doc_); !parsed)
+    return Result<std::string>::failure("the edited text does not parse: " + parsed.error());
+  if (!equals_json(check_doc_.root, doc, node_budget(*edit)))
+    return Result<std::string>::failure("the edited text does not read back as the patched object");
+  return edit;
+}
+
+// The re-emitter: the patched tree written out in full, leading comments and directives kept.
+Status DocumentWorker::reemit(const Place& at, DocumentOutcome& out) {
+  if (!ydoc_.unshare(node_budget_))
+    return Status::failure(at(0) + ": document expands to too many nodes (alias expansion?)");
+  for (const auto& rep : out.reports) {
+    if (!rep.result.mutated()) continue;
+    if (auto applied = apply_patch(ydoc_, rep.pointer, rep.result.patch); !applied)
+      return Status::failure(at(0) + ": internal error applying the patch to " + rep.path + ": " + applied.error());
+  }
+  if (opts_.format == OutputFormat::kJson) return set_json(at, out);
+  auto text = emit_yaml(ydoc_.root, node_budget_ * 2);
+  if (!text) return Status::failure(at(text.line()) + ": " + text.error());
+  bool had_sep = false;
+  std::string head = leading_comments(at.raw.text, had_sep);
+  std::string body = (had_sep ? std::string("---\n") : std::string()) + head + *text;
+  if (at.raw.text.find("\r\n") != std::string::npos) {
+    std::erase(body, '\r');
+    body = to_crlf(body);
+  }
+  set_text(out, std::move(body), nullptr);
+  return Ok{};
+}
+
+Status DocumentWorker::write_changed(const Place& at, json& doc, DocumentOutcome& out) {
+  SHMGUARD_ASSERT(opts_.format != OutputFormat::kNone);
+  if (opts_.format == OutputFormat::kYaml) {
+    auto edit = surgical_edit(at.raw, doc, out.reports);
+    if (edit) {
+      set_text(out, std::move(*edit), &check_doc_);
+      return Ok{};
+    }
+    if (edit.line() > 0 && !opts_.allow_reformat) {
+      return Status::failure(at(edit.line()) + ": " + edit.error() +
+                             "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)");
+    }
+    const std::string why = edit.line() > 0 ? edit.error() + " at " + at(edit.line()) : edit.error();
+    for (auto& rep : out.reports)
+      if (rep.result.mutated()) rep.reemitted_because = why;
+  }
+  return reemit(at, out);
+}
+
+}  // namespace shmguard::manifests

@@ -1,0 +1,97 @@
+// One document of a manifest stream, worked on apart from the stream (offline.h orders and writes
+// the outcomes): parsed, its pod templates found and sized by the same inject_pod() call the
+// webhook makes, and, when a template changes, edited in place and read back (or re-emitted).
+// Nothing here touches the output, so documents can be worked on in parallel, one DocumentWorker
+// per thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "config/config.h"
+#include "inject/inject.h"
+#include "manifests/templates.h"
+#include "manifests/yaml_doc.h"
+
+namespace shmguard::manifests {
+
+enum class OutputFormat { kYaml, kJson, kNone };
+
+struct TemplateReport {
+  std::string file;
+  int document = 0;  // 1-based index within the file
+  int line = 0;      // line of the template's first key (the document's, for a Pod)
+  std::string kind;
+  std::string name;
+  std::string path;
+  std::string pointer;  // JSON pointer of the template within its document
+  inject::InjectResult result;
+  std::vector<int> warning_lines;  // per warning: the line of the annotation it is about, else `line`
+  // shmguard.io annotations the API server would refuse (a number or bool where a string must be):
+  // line and message. The webhook never sees these (the API server refuses them first).
+  std::vector<std::pair<int, std::string>> rejected;
+  std::string reemitted_because;   // why the document was re-emitted instead of edited in place
+  std::string namespace_name;      // metadata.namespace of the resource that owns the template
+  bool training_kind = false;      // inside a Kubeflow training kind (its operator labels the pods)
+  std::optional<inject::OwnerProcs> owner_procs;  // the owner's nprocPerNode / numProcPerNode
+  nlohmann::json object;           // the template itself, with keep_objects
+
+  // The engine's summary as `check` words it, before anything is written: "would inject 12Gi",
+  // "ok", "too small: has 1Gi, needs 12Gi", "skipped: ...".
+  std::string summary_planned() const;
+  // The same as `mutate` words it, once written: "injected 12Gi", "updated to 12Gi (was ...)".
+  std::string summary_done() const;
+};
+
+struct DocumentOptions {
+  OutputFormat format = OutputFormat::kYaml;
+  bool keep_objects = false;    // reports carry a copy of their template (`shmguard review`)
+  bool allow_reformat = false;  // an anchor conflict re-emits the document instead of failing
+};
+
+// What one document comes to. `status` fails with "file:line: message" on invalid input.
+struct DocumentOutcome {
+  Status status = Ok{};
+  std::string text;  // YAML: the document's text (its own bytes unless changed); JSON: one object
+  // YAML text without a final newline whose last block scalar keeps its line break: the same with
+  // that scalar stripped ("|-"), to be written when another document follows it.
+  std::optional<std::string> text_fixed;
+  std::vector<TemplateReport> reports;
+};
+
+class DocumentWorker {
+ public:
+  DocumentWorker(const config::Config& cfg, const DocumentOptions& opts) : cfg_(cfg), opts_(opts) {}
+  // `file` and `index` (1-based within the file) are for the reports and messages.
+  DocumentOutcome run(const std::string& file, int index, const RawDocument& raw);
+
+ private:
+  struct Place {
+    const std::string& file;
+    const RawDocument& raw;
+    std::string operator()(int rel_line) const;  // "file:line" of a line of the document
+  };
+  Status analyze(const Place& at, int index, nlohmann::json& doc, DocumentOutcome& out);
+  TemplateReport report_template(const Place& at, int index, const TemplateRef& ref) const;
+  std::vector<int> warning_lines(const TemplateReport& rep, int first_line) const;
+  int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
+  void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;
+  Status write_unchanged(const Place& at, DocumentOutcome& out);
+  Status write_changed(const Place& at, nlohmann::json& doc, DocumentOutcome& out);
+  Result<std::string> surgical_edit(const RawDocument& raw, nlohmann::json& doc,
+                                    const std::vector<TemplateReport>& reports);
+  Status reemit(const Place& at, DocumentOutcome& out);
+  Status set_json(const Place& at, DocumentOutcome& out);
+
+  const config::Config& cfg_;
+  DocumentOptions opts_;
+  YamlDocument ydoc_;       // the arena, reused for every document this worker takes
+  YamlDocument check_doc_;  // an edited document read back
+  std::size_t node_budget_ = 0;
+};
+
+}  // namespace shmguard::manifests
