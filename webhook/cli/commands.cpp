@@ -41,20 +41,6 @@
 namespace shmguard::cli {
 namespace fs = std::filesystem;
 namespace {
-
-
-
-// The pod annotations shmguard reads, from the one table (inject/annotations.h).
-std::string annotation_help() {
-  std::string out = "Pod annotations (on a workload's pod template):\n";
-  for (const auto& row : inject::annotation_table()) {
-    if (row.kind == inject::AnnotationKind::kOutput) continue;
-    std::string key(row.key);
-    out += "  " + key + std::string(key.size() < 30 ? 30 - key.size() : 1, ' ') + std::string(row.help) + "\n";
-  }
-  return out;
-}
-
 int fail(const std::string& msg, int code = kExitBadInput) {
   std::cerr << "shmguard: " << msg << "\n";
   return code;
@@ -479,7 +465,7 @@ int run(int argc, char** argv) {
                self == "kubectl-shmguard" ? "kubectl shmguard" : "shmguard"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SHMGUARD_VERSION);
-  app.footer(annotation_help());
+  app.footer(inject::annotation_help());
   Commands c;
   add_serve(app, c);
   add_mutate_and_check(app, c);

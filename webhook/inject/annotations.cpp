@@ -1,6 +1,10 @@
 // The annotation table (see annotations.h).
 #include "inject/annotations.h"
 
+#ifndef SHMGUARD_TEST_ANNOTATION_ROWS
+#define SHMGUARD_TEST_ANNOTATION_ROWS
+#endif
+
 namespace shmguard::inject {
 
 const std::vector<AnnotationSpec>& annotation_table() {
@@ -19,6 +23,9 @@ const std::vector<AnnotationSpec>& annotation_table() {
       {kInjectedSizeKey, K::kOutput, false, false, "set by shmguard: the sizeLimit it gave /dev/shm", "\"4481Mi\""},
       {kSizingKey, K::kOutput, false, false, "set by shmguard: the arithmetic behind that size",
        "\"batch 64 x 588Ki = ...\""},
+      // Rows only a test adds: tests/unit/annotation_row_test.cpp proves a row is all a new
+      // annotation needs to be read, checked, recognised and listed.
+      SHMGUARD_TEST_ANNOTATION_ROWS
   };
   return table;
 }
@@ -27,6 +34,16 @@ const AnnotationSpec* find_annotation(std::string_view key) {
   for (const auto& row : annotation_table())
     if (row.key == key) return &row;
   return nullptr;
+}
+
+std::string annotation_help() {
+  std::string out = "Pod annotations (on a workload's pod template):\n";
+  for (const auto& row : annotation_table()) {
+    if (row.kind == AnnotationKind::kOutput) continue;
+    std::string key(row.key);
+    out += "  " + key + std::string(key.size() < 30 ? 30 - key.size() : 1, ' ') + std::string(row.help) + "\n";
+  }
+  return out;
 }
 
 }  // namespace shmguard::inject

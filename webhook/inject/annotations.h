@@ -4,6 +4,7 @@
 // test all read this table, so a new annotation is one row here plus its use in the formula.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,5 +41,8 @@ const std::vector<AnnotationSpec>& annotation_table();
 
 // The row for `key`, or null for a key shmguard does not know.
 const AnnotationSpec* find_annotation(std::string_view key);
+
+// The annotations a user sets, a line each with its help: what `shmguard --help` prints.
+std::string annotation_help();
 
 }  // namespace shmguard::inject

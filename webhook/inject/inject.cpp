@@ -17,6 +17,17 @@ using nlohmann::json;
 using sizing::format_quantity;
 
 
+// The good values of the table's annotations a pod carries.
+struct AnnotationValues {
+  std::vector<std::pair<std::string_view, std::uint64_t>> read;
+  std::optional<std::uint64_t> operator[](std::string_view key) const {
+    SHMGUARD_ASSERT(find_annotation(key));  // the formula asks only for keys of the table
+    for (const auto& [k, v] : read)
+      if (k == key) return v;
+    return std::nullopt;
+  }
+};
+
 // Reading the sizing annotations: each bad value is warned about (naming the annotation, so the
 // offline path can point at its line) and listed in the sizing explanation as ignored.
 struct AnnotationReader {
@@ -40,37 +51,44 @@ struct AnnotationReader {
     return false;
   }
 
-  // A count annotation (the table says whether 0 is allowed). Values past 2^62 saturate (the
-  // formula then clamps to max).
-  std::optional<std::uint64_t> count(std::string_view key) {
-    const AnnotationSpec* spec = find_annotation(key);
-    SHMGUARD_ASSERT(spec && spec->kind == AnnotationKind::kCount);
-    const bool allow_zero = spec->allow_zero;
-    std::string raw;
-    if (!text(key, raw)) return std::nullopt;
+  // A count annotation (its row says whether 0 is allowed). Values past 2^62 saturate (the formula
+  // then clamps to max).
+  std::optional<std::uint64_t> count(const AnnotationSpec& row, const std::string& raw) {
     auto v = sizing::parse_count(raw);
     if (!v) {
-      bad(key, raw, "is not a whole number");
+      bad(row.key, raw, "is not a whole number");
       return std::nullopt;
     }
-    if (*v == 0 && !allow_zero) {
-      bad(key, raw, "must be at least 1");
+    if (*v == 0 && !row.allow_zero) {
+      bad(row.key, raw, "must be at least 1");
       return std::nullopt;
     }
     return v;
   }
 
-  std::optional<std::uint64_t> quantity(std::string_view key) {
-    SHMGUARD_ASSERT(find_annotation(key) && find_annotation(key)->kind == AnnotationKind::kQuantity);
-    std::string raw;
-    if (!text(key, raw)) return std::nullopt;
+  std::optional<std::uint64_t> quantity(const AnnotationSpec& row, const std::string& raw) {
     // Absurd sizes saturate: the formula then clamps to max, with its own warning.
     auto q = sizing::parse_size(raw, {.zero_ok = false, .saturate_ok = true});
     if (!q) {
-      bad(key, raw, q.error());
+      bad(row.key, raw, q.error());
       return std::nullopt;
     }
     return *q;
+  }
+
+  // Every count and quantity of the table the pod carries, read by its row's kind, in table order:
+  // a bad value is warned about and left out. (shmguard.io/inject is recognition's to read; the
+  // outputs are shmguard's own.) A row added to the table is read, checked and warned about here.
+  AnnotationValues read_table() {
+    AnnotationValues values;
+    for (const auto& row : annotation_table()) {
+      if (row.kind != AnnotationKind::kCount && row.kind != AnnotationKind::kQuantity) continue;
+      std::string raw;
+      if (!text(row.key, raw)) continue;
+      auto v = row.kind == AnnotationKind::kCount ? count(row, raw) : quantity(row, raw);
+      if (v) values.read.emplace_back(row.key, *v);
+    }
+    return values;
   }
 };
 
@@ -192,13 +210,13 @@ std::optional<std::uint64_t> existing_shm_size(const json* spec, const json& mou
 sizing::SizingInput read_sizing(const json* ann, const json& spec, const PodFacts& facts,
                                 const InjectOptions& opts, InjectResult& r) {
   sizing::SizingInput in;
-  AnnotationReader rd{ann, r, in};
-  in.batch_size = rd.count(kBatchSizeKey);
-  in.num_workers = rd.count(kNumWorkersKey);
-  in.sample_size = rd.quantity(kSampleSizeKey);
-  in.prefetch_factor = rd.count(kPrefetchKey);
-  const auto procs_annotation = rd.count(kProcsKey);
-  in.explicit_size = rd.quantity(kSizeKey);
+  const AnnotationValues a = AnnotationReader{ann, r, in}.read_table();
+  in.batch_size = a[kBatchSizeKey];
+  in.num_workers = a[kNumWorkersKey];
+  in.sample_size = a[kSampleSizeKey];
+  in.prefetch_factor = a[kPrefetchKey];
+  const auto procs_annotation = a[kProcsKey];
+  in.explicit_size = a[kSizeKey];
   in.memory_limit = facts.memory_limit;
   // Only a size from the formula uses procs: elsewhere finding them is work for nothing, and a
   // warning about them would be noise.
