@@ -63,6 +63,10 @@ offline)
   tail -1 "$work/report.txt"
   /usr/bin/time -f "shmguard mutate (stdin): %e s (cpu %U+%S s), peak RSS %M KiB" "$bin" mutate -f - <"$work/big.yaml" >/dev/null 2>"$work/report2.txt" || true
   tail -1 "$work/report2.txt"
+  # One thread: what the parallel runner gains, and what a loaded machine (no free core) gets.
+  /usr/bin/time -f "shmguard mutate -j 1: %e s (cpu %U+%S s), peak RSS %M KiB" "$bin" mutate -j 1 -f "$work/big.yaml" >"$work/out1.yaml" 2>"$work/report1.txt" || true
+  tail -1 "$work/report1.txt"
+  cmp -s "$work/out.yaml" "$work/out1.yaml" || echo "MISMATCH: -j 1 wrote other bytes than the default"
   /usr/bin/time -o "$work/py.txt" -f "PyYAML load+dump: %e s (cpu %U+%S s), peak RSS %M KiB" /usr/bin/python3 -c '
 import sys, yaml
 docs = list(yaml.load_all(open(sys.argv[1]), Loader=yaml.CSafeLoader))
@@ -72,7 +76,8 @@ yaml.dump_all(docs, open("/dev/null", "w"), Dumper=yaml.CSafeDumper)
   # The ratio README quotes (goal in issue #21: 12x), from the file run and PyYAML's.
   mine=$(tail -1 "$work/report.txt" | sed -n 's/^shmguard mutate: \([0-9.]*\) s.*/\1/p')
   theirs=$(sed -n 's/^PyYAML load+dump: \([0-9.]*\) s.*/\1/p' "$work/py.txt")
-  [[ -n "$mine" && -n "$theirs" ]] && python3 -c "print(f'shmguard mutate is {$theirs / $mine:.1f}x PyYAML load+dump')"
+  one=$(tail -1 "$work/report1.txt" | sed -n 's/^shmguard mutate -j 1: \([0-9.]*\) s.*/\1/p')
+  [[ -n "$mine" && -n "$theirs" ]] && python3 -c "print(f'shmguard mutate is {$theirs / $mine:.1f}x PyYAML load+dump ({$theirs / ${one:-$mine}:.1f}x with -j 1, $(nproc) cores)')"
   ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac

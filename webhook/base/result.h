@@ -1,5 +1,14 @@
 // The one result type of shmguard's fallible calls: a value, or a message saying what went wrong
 // (naming the file and line where there is one). Pure code returns these instead of throwing.
+// The rules, in one place:
+// - Every function of a module's API that can fail returns Result<T> (Status when there is no
+//   value) and throws nothing.
+// - A library that reports by throwing (yaml-cpp's parser, nlohmann's patch, CLI11) is caught at the
+//   one call that raises, and turned into a failure there.
+// - A recursive walk (the JSON reader, the YAML tree walks, the surgical editor) may abort at any
+//   depth with a type private to its file; the one function that starts the walk catches it and
+//   returns a Result. Such types never cross a module's API.
+// - Exit codes come from cli/exit_codes.h, applied in cli/ alone.
 #pragma once
 
 #include <optional>
