@@ -86,3 +86,32 @@ def test_the_length_check_sees_a_long_function(tmp_path):
     (tmp_path / "a.cpp").write_text(f"int f(int x) {{\n{body}\n  if (x) {{\n  }}\n  return x;\n}}\n"
                                     "int g() { return 1; }\n")
     assert long_functions(tmp_path) == ["a.cpp:1 f (75 lines)"]
+
+
+# ---- one way to fail ----
+
+# A function that says it failed with a bool and puts why into a string it was handed.
+BOOL_PLUS_STRING = re.compile(
+    r"\bbool\s+[\w:]+\s*\([^)]*?(?<!const )std::string\s*[&*]\s*(err|error|errors|why|msg|message|reason|problem)\b")
+
+
+def bool_plus_string_functions(root):
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".h", ".cpp"):
+            continue
+        text = path.read_text()
+        for m in BOOL_PLUS_STRING.finditer(text):
+            found.append(f"{path.relative_to(root)}:{text[:m.start()].count(chr(10)) + 1}")
+    return found
+
+
+def test_no_function_fails_with_a_bool_and_an_error_string():
+    """base/result.h: a fallible function returns Result<T> (or Status)."""
+    assert bool_plus_string_functions(WEBHOOK) == []
+
+
+def test_the_error_style_check_sees_one(tmp_path):
+    (tmp_path / "a.cpp").write_text("int ok(const std::string& why);\n"
+                                    "bool load(const std::string& path,\n          std::string& err) {\n")
+    assert bool_plus_string_functions(tmp_path) == ["a.cpp:2"]

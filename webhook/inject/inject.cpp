@@ -41,14 +41,11 @@ struct AnnotationReader {
     in.ignored.push_back(std::string(key.substr(key.find('/') + 1)) + " \"" + printable(raw) + "\" (" + short_why + ")");
   }
 
-  // The text of annotation `key`; false when absent, or not a scalar (warned).
-  bool text(std::string_view key, std::string& raw) {
-    if (auto v = ann ? value_text(*ann, key) : std::nullopt) {
-      raw = std::move(*v);
-      return true;
-    }
-    if (ann && ann->contains(key)) bad(key, "(not a string)", "is not a string");
-    return false;
+  // The text of annotation `key`; nullopt when absent, or not a scalar (warned).
+  std::optional<std::string> text(std::string_view key) {
+    auto v = ann ? value_text(*ann, key) : std::nullopt;
+    if (!v && ann && ann->contains(key)) bad(key, "(not a string)", "is not a string");
+    return v;
   }
 
   // A count annotation (its row says whether 0 is allowed). Values past 2^62 saturate (the formula
@@ -83,9 +80,9 @@ struct AnnotationReader {
     AnnotationValues values;
     for (const auto& row : annotation_table()) {
       if (row.kind != AnnotationKind::kCount && row.kind != AnnotationKind::kQuantity) continue;
-      std::string raw;
-      if (!text(row.key, raw)) continue;
-      auto v = row.kind == AnnotationKind::kCount ? count(row, raw) : quantity(row, raw);
+      auto raw = text(row.key);
+      if (!raw) continue;
+      auto v = row.kind == AnnotationKind::kCount ? count(row, *raw) : quantity(row, *raw);
       if (v) values.read.emplace_back(row.key, *v);
     }
     return values;
