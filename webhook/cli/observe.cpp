@@ -228,9 +228,8 @@ struct Counts {
 
 // The recommended size and the annotations that give it, from the measured peak.
 void conclude(const ObserveArgs& a, const config::Config& cfg, const Counts& n, ObserveReport& r) {
-  // peak x headroom, rounded up: (q*1000 + rem) * h / 1000 = q*h + rem*h/1000, without overflow.
-  const std::uint64_t h = cfg.sizing.headroom_milli;
-  const std::uint64_t scaled = r.peak / 1000 * h + (r.peak % 1000 * h + 999) / 1000;
+  sizing::Saturating s{std::uint64_t{1} << 62};  // a measured peak is far below it
+  const std::uint64_t scaled = sizing::with_headroom(s, r.peak, cfg.sizing.headroom_milli);
   r.recommended = std::max(round_up(scaled, sizing::kMi), cfg.sizing.min);
   std::ostringstream y;
   y << "metadata:\n  annotations:\n";

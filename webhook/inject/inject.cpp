@@ -436,8 +436,7 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   InjectResult r;
   auto rec = recognize(pod, cfg.selection, opts.assume_training);
   r.because = rec.because;
-  r.warnings = std::move(rec.warnings);
-  r.warning_about = std::move(rec.warning_about);
+  static_cast<Warnings&>(r) = std::move(rec);
   auto skip = [&r](const char* reason, std::string summary) {
     r.reason = reason;
     r.summary = std::move(summary);

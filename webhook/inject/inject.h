@@ -31,7 +31,7 @@ struct InjectOptions {
   std::optional<OwnerProcs> owner_procs;  // offline: the owner's nprocPerNode / numProcPerNode
 };
 
-struct InjectResult {
+struct InjectResult : Warnings {  // warnings: recognition's, then the sizing's
   Action action = Action::kSkipped;
   // Stable machine-readable reason: injected, stale, refreshed, opted-out, host-ipc, not-training,
   // already-injected, user-managed, invalid-pod.
@@ -41,8 +41,6 @@ struct InjectResult {
   std::optional<std::uint64_t> existing_size; // the /dev/shm sizeLimit already there, when known
   bool too_small = false;                     // user-managed /dev/shm below what the annotations need
   bool stale = false;                         // shmguard's own volume with another size (or unmounted)
-  std::vector<std::string> warnings;
-  std::vector<std::string> warning_about;     // per warning: the annotation key it is about, or ""
   std::string summary;                        // one line for reports and logs
   // RFC 6902 operations that apply to exactly the object received: equivalent to
   // json::diff(original, patched), built directly because the webhook's latency budget is
@@ -50,10 +48,6 @@ struct InjectResult {
   nlohmann::json patch = nlohmann::json::array();
 
   bool mutated() const { return action == Action::kInjected || action == Action::kUpdated; }
-  void warn(std::string message, std::string_view about = {}) {
-    warnings.push_back(std::move(message));
-    warning_about.emplace_back(about);
-  }
   std::uint64_t size() const { return sizing ? sizing->bytes : 0; }
 };
 

@@ -14,15 +14,19 @@ namespace shmguard::inject {
 
 enum class Verdict { kTraining, kOptedOut, kHostIPC, kNotTraining };
 
-struct Recognition {
-  Verdict verdict = Verdict::kNotTraining;
-  std::string because;  // "label training.kubeflow.org/job-name", "image pytorch/pytorch:2.4", ...
+// Warnings for the user, each with the annotation it is about (offline, its line is reported).
+struct Warnings {
   std::vector<std::string> warnings;
   std::vector<std::string> warning_about;  // per warning: the annotation key it is about, or ""
   void warn(std::string message, std::string_view about = {}) {
     warnings.push_back(std::move(message));
     warning_about.emplace_back(about);
   }
+};
+
+struct Recognition : Warnings {
+  Verdict verdict = Verdict::kNotTraining;
+  std::string because;  // "label training.kubeflow.org/job-name", "image pytorch/pytorch:2.4", ...
 };
 
 

@@ -9,8 +9,6 @@
 #include <sstream>
 
 namespace shmguard::server {
-namespace {
-
 std::string openssl_error() {
   unsigned long e = ERR_get_error();
   ERR_clear_error();
@@ -19,6 +17,8 @@ std::string openssl_error() {
   ERR_error_string_n(e, buf, sizeof buf);
   return buf;
 }
+
+namespace {
 
 bool read_file(const std::string& path, std::string& out) {
   std::ifstream in(path, std::ios::binary);

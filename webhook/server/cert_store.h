@@ -66,4 +66,7 @@ class CertStore {
 // Parses a PEM certificate chain and key.
 Result<std::shared_ptr<CertPair>> parse_cert_pair(const std::string& cert_pem, const std::string& key_pem);
 
+// The oldest error on this thread's OpenSSL error queue, as text; the queue is cleared.
+std::string openssl_error();
+
 }  // namespace shmguard::server

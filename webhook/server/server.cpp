@@ -29,14 +29,6 @@ bool json_content_type(const std::string* ct) {
   return media == "application/json";
 }
 
-std::string openssl_error() {
-  unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  return buf;
-}
-
 }  // namespace
 
 WebhookServer::WebhookServer(ServeOptions opts)

@@ -5,6 +5,12 @@
 
 namespace shmguard::sizing {
 
+std::uint64_t with_headroom(Saturating& s, std::uint64_t bytes, std::uint32_t headroom_milli) {
+  // Headroom is kept in thousandths: bytes = 1000q + r, so bytes x h / 1000 = q x h + r x h / 1000,
+  // the second term rounded up, and nothing overflows before the saturating product.
+  return s.add(s.mul(bytes / 1000, headroom_milli), (bytes % 1000 * headroom_milli + 999) / 1000);
+}
+
 bool has_formula_inputs(const SizingInput& in) {
   return in.batch_size && in.num_workers && in.sample_size;
 }
@@ -71,9 +77,7 @@ Terms formula_terms(const SizingInput& in, const Params& cfg) {
   t.procs = in.procs.value_or(1);
   t.batch = s.mul(*in.batch_size, *in.sample_size);
   t.loader = s.mul(s.add(s.mul(*in.num_workers, t.prefetch), 2), t.batch);
-  // headroom is kept in thousandths; round the product up to a whole byte.
-  std::uint64_t scaled = s.mul(s.mul(t.procs, t.loader), cfg.headroom_milli);
-  scaled = scaled / 1000 + (scaled % 1000 != 0 ? 1 : 0);
+  const std::uint64_t scaled = with_headroom(s, s.mul(t.procs, t.loader), cfg.headroom_milli);
   t.nccl = t.procs > 1 ? s.mul(t.procs, cfg.nccl_per_process) : 0;
   t.need = s.add(s.add(scaled, t.nccl), cfg.base);
   t.rounded = s.mul((t.need + kMi - 1) / kMi, kMi);

@@ -24,6 +24,10 @@ struct Params {
 // The headroom as a decimal ("1.5"), for explanations.
 std::string headroom_text(std::uint32_t headroom_milli);
 
+// `bytes` x the headroom, rounded up to a whole byte, saturating in `s`: the formula applies it to
+// the loaders' bytes, `observe` to a measured peak.
+std::uint64_t with_headroom(Saturating& s, std::uint64_t bytes, std::uint32_t headroom_milli);
+
 struct SizingInput {
   std::optional<std::uint64_t> batch_size;
   std::optional<std::uint64_t> num_workers;
