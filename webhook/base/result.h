@@ -17,10 +17,18 @@
 
 namespace shmguard {
 
+// A failure on its way to a Result of any type: `return Failure{"why"};`, or a callee's failure
+// passed up as it is: `if (!r) return r.failure_part();`.
+struct Failure {
+  std::string message;
+  int line = 0;  // where in the input (1-based), when known
+};
+
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor): return x;
+  Result(Failure f) : error_(std::move(f.message)), line_(f.line) {}  // NOLINT: return Failure{...};
   // `line`: where in the input the failure is (1-based), when the caller can point at one.
   static Result failure(std::string message, int line = 0) {
     Result r;
@@ -37,6 +45,8 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &*value_; }
   const std::string& error() const { return error_; }
   int line() const { return line_; }
+  // This failure, to return from a function of another Result type.
+  Failure failure_part() const { return {error_, line_}; }
 
  private:
   Result() = default;

@@ -11,11 +11,6 @@
 namespace shmguard::config {
 namespace {
 
-template <typename T>
-Result<T> fail(const std::string& message) {
-  return Result<T>::failure(message);
-}
-
 // " (line N)" from yaml-cpp's 0-based mark.
 std::string where(const YAML::Node& n) {
   const auto m = n.Mark();
@@ -24,34 +19,34 @@ std::string where(const YAML::Node& n) {
 }
 
 Result<std::string> scalar(const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) return fail<std::string>(key + ": expected a scalar" + where(n));
+  if (!n.IsScalar()) return Failure{key + ": expected a scalar" + where(n)};
   return n.Scalar();
 }
 
 Result<std::uint64_t> quantity(const YAML::Node& n, const std::string& key) {
   auto text = scalar(n, key);
-  if (!text) return fail<std::uint64_t>(text.error());
+  if (!text) return text.failure_part();
   // 0 is a valid base or NCCL allowance; validate() refuses a min of 0.
   auto q = sizing::parse_size(*text, {.zero_ok = true, .saturate_ok = false});
-  if (!q) return fail<std::uint64_t>(key + ": \"" + *text + "\" " + q.error() + where(n));
+  if (!q) return Failure{key + ": \"" + *text + "\" " + q.error() + where(n)};
   return *q;
 }
 
 Result<std::uint64_t> positive_int(const YAML::Node& n, const std::string& key) {
   auto text = scalar(n, key);
-  if (!text) return fail<std::uint64_t>(text.error());
+  if (!text) return text.failure_part();
   auto v = sizing::parse_count(*text);  // the one parser for counts (annotations, flags, config)
-  if (!v) return fail<std::uint64_t>(key + ": expected a positive integer, got \"" + *text + "\"" + where(n));
-  if (*v == 0) return fail<std::uint64_t>(key + ": must be at least 1" + where(n));
+  if (!v) return Failure{key + ": expected a positive integer, got \"" + *text + "\"" + where(n)};
+  if (*v == 0) return Failure{key + ": must be at least 1" + where(n)};
   return *v;
 }
 
 Result<bool> boolean(const YAML::Node& n, const std::string& key) {
   auto text = scalar(n, key);
-  if (!text) return fail<bool>(text.error());
+  if (!text) return text.failure_part();
   if (*text == "true") return true;
   if (*text == "false") return false;
-  return fail<bool>(key + ": expected true or false, got \"" + *text + "\"" + where(n));
+  return Failure{key + ": expected true or false, got \"" + *text + "\"" + where(n)};
 }
 
 // A decimal with at most three fractional digits, in thousandths; nullopt for any other text.
@@ -80,22 +75,22 @@ std::optional<std::uint64_t> decimal_milli(const std::string& text) {
 
 Result<std::uint32_t> headroom(const YAML::Node& n, const std::string& key) {
   auto text = scalar(n, key);
-  if (!text) return fail<std::uint32_t>(text.error());
+  if (!text) return text.failure_part();
   auto v = decimal_milli(*text);
-  if (!v) return fail<std::uint32_t>(key + ": expected a decimal like 1.5, got \"" + *text + "\"" + where(n));
-  if (*v < 1000 || *v > 100000) return fail<std::uint32_t>(key + ": must be between 1 and 100" + where(n));
+  if (!v) return Failure{key + ": expected a decimal like 1.5, got \"" + *text + "\"" + where(n)};
+  if (*v < 1000 || *v > 100000) return Failure{key + ": must be between 1 and 100" + where(n)};
   return static_cast<std::uint32_t>(*v);
 }
 
 Result<std::vector<std::string>> string_list(const YAML::Node& n, const std::string& key) {
   using R = std::vector<std::string>;
   if (n.IsNull()) return R{};
-  if (!n.IsSequence()) return fail<R>(key + ": expected a list of strings" + where(n));
+  if (!n.IsSequence()) return Failure{key + ": expected a list of strings" + where(n)};
   R out;
   for (const auto& item : n) {
     auto s = scalar(item, key + "[]");
-    if (!s) return fail<R>(s.error());
-    if (s->empty()) return fail<R>(key + ": empty entry" + where(item));
+    if (!s) return s.failure_part();
+    if (s->empty()) return Failure{key + ": empty entry" + where(item)};
     out.push_back(*s);
   }
   return out;
@@ -129,7 +124,7 @@ Status field(const YAML::Node& m, const std::string& section, const char* key, R
   const YAML::Node v = get(m, key);
   if (!v) return Ok{};
   auto r = read(v, section.empty() ? std::string(key) : section + "." + key);
-  if (!r) return Status::failure(r.error());
+  if (!r) return r.failure_part();
   out = static_cast<T>(std::move(*r));
   return Ok{};
 }
@@ -165,8 +160,8 @@ Status read_selection(const YAML::Node& s, SelectionConfig& c) {
 
 Result<Mode> mode(const YAML::Node& m, const std::string& key) {
   auto v = scalar(m, key);
-  if (!v) return fail<Mode>(v.error());
-  if (*v != "enforce" && *v != "audit") return fail<Mode>(key + ": must be enforce or audit, got \"" + *v + "\"" + where(m));
+  if (!v) return v.failure_part();
+  if (*v != "enforce" && *v != "audit") return Failure{key + ": must be enforce or audit, got \"" + *v + "\"" + where(m)};
   return *v == "audit" ? Mode::kAudit : Mode::kEnforce;
 }
 
@@ -191,9 +186,9 @@ Result<Config> read_config(const YAML::Node& root) {
                          [&] { return field(root, "", "mode", mode, c.mode); },
                          [&] { return get(root, "sizing") ? read_sizing(root["sizing"], c.sizing) : Status(Ok{}); },
                          [&] { return get(root, "selection") ? read_selection(root["selection"], c.selection) : Status(Ok{}); });
-    if (!read) return fail<Config>(read.error());
+    if (!read) return read.failure_part();
   }
-  if (auto valid = validate(c); !valid) return fail<Config>(valid.error());
+  if (auto valid = validate(c); !valid) return valid.failure_part();
   return c;
 }
 
@@ -204,7 +199,7 @@ Result<Config> parse_config(std::string_view yaml_text) {
   try {  // yaml-cpp reports syntax errors by throwing; nothing else here throws them
     root = YAML::Load(std::string(yaml_text));
   } catch (const YAML::Exception& e) {
-    return fail<Config>("invalid YAML: " + e.msg + (e.mark.is_null() ? "" : " (line " + std::to_string(e.mark.line + 1) + ")"));
+    return Failure{"invalid YAML: " + e.msg + (e.mark.is_null() ? "" : " (line " + std::to_string(e.mark.line + 1) + ")")};
   }
   return read_config(root);
 }
