@@ -2,7 +2,8 @@
 # Configures and builds shmguard into BUILD_DIR (default build/). Extra args go to cmake.
 # With ccache installed (hack/deps.sh installs it) compiles go through it, keyed on the sources
 # relative to the checkout, so a fresh clone elsewhere (CI's) reuses what an earlier build compiled.
-# usage: hack/build.sh [BUILD_DIR] [cmake args...]      SHMGUARD_CCACHE=0 turns ccache off
+# usage: hack/build.sh [BUILD_DIR] [cmake args...]      SHMGUARD_CCACHE=0 turns ccache off;
+#        SHMGUARD_TARGETS="a b" builds only those targets
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root/build}
@@ -14,4 +15,6 @@ if [[ "${SHMGUARD_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S "$root" -B "$dir" -G Ninja "${launcher[@]}" "$@" >/dev/null
-cmake --build "$dir" -j "$(nproc)"
+targets=()
+[[ -n "${SHMGUARD_TARGETS:-}" ]] && targets=(--target $SHMGUARD_TARGETS)
+cmake --build "$dir" -j "$(nproc)" "${targets[@]}"

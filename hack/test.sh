@@ -9,6 +9,7 @@
 #             the tests stage tested (hack/image.sh --prebuilt)
 #   cluster   the real kube-apiserver: webhook by URL, the chart installed, the image as webhook
 #   node      a real node (hack/cluster.sh up --node): the chart, a training Job, a rollout under load
+#   tsan      the offline runner's threads under ThreadSanitizer
 #   asan      the unit/golden/e2e suites again under AddressSanitizer + UBSan (leaks included)
 # Without Go or Docker the stages that need them say so and are skipped.
 # SHMGUARD_SKIP_SANITIZERS=1 skips the last stage; SHMGUARD_IMAGE_FROM_SOURCE=1 builds the image
@@ -81,6 +82,14 @@ else
 fi
 
 if [[ "${SHMGUARD_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  # ThreadSanitizer over the offline runner's threads (mutate/check -j): its unit test runs one to
+  # eight threads over streams of 600-700 documents.
+  tsan() {
+    SHMGUARD_TARGETS=offline_test "$root/hack/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DSHMGUARD_SANITIZE=thread -DSHMGUARD_BUILD_BENCH=OFF
+    TSAN_OPTIONS=halt_on_error=1 "$root/build-tsan/tests/offline_test"
+  }
+  stage tsan tsan
   asan() {
     "$root/hack/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DSHMGUARD_SANITIZE=address,undefined \
       -DSHMGUARD_BUILD_BENCH=OFF
