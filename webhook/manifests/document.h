@@ -88,7 +88,7 @@ class DocumentWorker {
   Status set_json(const Place& at, DocumentOutcome& out);
 
   const config::Config& cfg_;
-  DocumentOptions opts_;
+  const DocumentOptions& opts_;  // the runner's, so its setters hold at any time
   YamlDocument ydoc_;       // the arena, reused for every document this worker takes
   YamlDocument check_doc_;  // an edited document read back
   std::size_t node_budget_ = 0;

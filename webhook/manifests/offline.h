@@ -42,7 +42,7 @@ class OfflineRunner {
   // layout lost, the anchor expanded) instead of failing.
   void allow_reformat() { opts_.allow_reformat = true; }
   // Threads that work on documents (1: the caller's alone). Output and reports are the same for
-  // any number. Set before the first process().
+  // any number.
   void set_threads(unsigned n) { threads_ = n == 0 ? 1 : n; }
 
  private:
