@@ -228,7 +228,7 @@ struct Counts {
 
 // The recommended size and the annotations that give it, from the measured peak.
 void conclude(const ObserveArgs& a, const config::Config& cfg, const Counts& n, ObserveReport& r) {
-  sizing::Saturating s{std::uint64_t{1} << 62};  // a measured peak is far below it
+  sizing::Saturating s{sizing::kArithmeticLimit};  // a measured peak is far below it
   const std::uint64_t scaled = sizing::with_headroom(s, r.peak, cfg.sizing.headroom_milli);
   r.recommended = std::max(round_up(scaled, sizing::kMi), cfg.sizing.min);
   std::ostringstream y;

@@ -17,8 +17,6 @@ bool has_formula_inputs(const SizingInput& in) {
 
 namespace {
 
-// Sizes are bounded well below 2^63 so every intermediate fits; anything above saturates.
-constexpr std::uint64_t kArithmeticLimit = 1ULL << 62;
 
 // "procs 4 from PET_NPROC_PER_NODE", "procs 1 (default; PET_NPROC_PER_NODE \"auto\" unknown)".
 std::string procs_clause(std::uint64_t procs, const SizingInput& in) {
