@@ -36,8 +36,8 @@ def objects(values_file=None, sets=()):
 
 
 def one(by_kind, kind):
-    """The one object of `kind` the release itself installs (helm test hooks aside)."""
-    objs = [o for o in by_kind.get(kind, []) if (o["metadata"].get("annotations") or {}).get("helm.sh/hook") != "test"]
+    """The one object of `kind` the release itself installs (hooks aside: helm test, the install check)."""
+    objs = [o for o in by_kind.get(kind, []) if "helm.sh/hook" not in (o["metadata"].get("annotations") or {})]
     assert len(objs) == 1, f"expected one {kind}, got {len(objs)}"
     return objs[0]
 
@@ -162,6 +162,60 @@ def test_render_common_objects(values_file):
     assert c["args"][:2] == ["review", f"--server=https://shmguard.{NS}.svc:443/mutate"]
     assert {"--ca=/etc/shmguard/ca/ca.crt", "--test-pod"} <= set(c["args"])
     assert ("--expect-injected" in c["args"]) == (values.get("mode", "enforce") == "enforce")
+
+
+def hooks_of(by_kind, hook):
+    return {(o["kind"], o["metadata"]["name"], o["metadata"].get("namespace")): o
+            for objs in by_kind.values() for o in objs
+            if hook in (o["metadata"].get("annotations") or {}).get("helm.sh/hook", "").split(",")}
+
+
+@pytest.mark.parametrize("values_file", CI_FILES, ids=lambda p: p.name)
+def test_install_check_proves_the_path_after_install_and_upgrade(values_file):
+    _, by_kind = objects(values_file)
+    values = merged_values(values_file)
+    post_install, post_upgrade = hooks_of(by_kind, "post-install"), hooks_of(by_kind, "post-upgrade")
+    name, check_ns = "shmguard-install-check", values["installCheck"]["namespace"]
+    assert set(post_install) == set(post_upgrade) == {
+        ("ServiceAccount", name, NS), ("Role", name, check_ns), ("RoleBinding", name, check_ns),
+        ("ValidatingAdmissionPolicy", f"{name}-{NS}", None), ("ValidatingAdmissionPolicyBinding", f"{name}-{NS}", None),
+        ("Job", name, NS)}
+    weights = {k[0]: int(o["metadata"]["annotations"]["helm.sh/hook-weight"]) for k, o in post_install.items()}
+    assert max(w for k, w in weights.items() if k != "Job") < weights["Job"]  # RBAC and policy first
+    for o in post_install.values():  # gone once the check succeeded; replaced by the next run
+        assert o["metadata"]["annotations"]["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+    # Least privilege: create pods in one namespace, for this ServiceAccount only, dry runs only.
+    assert post_install[("Role", name, check_ns)]["rules"] == [{"apiGroups": [""], "resources": ["pods"],
+                                                               "verbs": ["create"]}]
+    assert post_install[("RoleBinding", name, check_ns)]["subjects"] == [
+        {"kind": "ServiceAccount", "name": name, "namespace": NS}]
+    vap = post_install[("ValidatingAdmissionPolicy", f"{name}-{NS}", None)]["spec"]
+    assert vap["matchConditions"][0]["expression"] == f'request.userInfo.username == "system:serviceaccount:{NS}:{name}"'
+    assert vap["validations"][0]["expression"] == "has(request.dryRun) && request.dryRun == true"
+    assert vap["failurePolicy"] == "Fail"
+    assert post_install[("ValidatingAdmissionPolicyBinding", f"{name}-{NS}", None)]["spec"]["validationActions"] == ["Deny"]
+    job = post_install[("Job", name, NS)]["spec"]
+    pod = job["template"]["spec"]
+    assert job["backoffLimit"] == 0 and pod["serviceAccountName"] == name and pod["restartPolicy"] == "Never"
+    assert job["template"]["metadata"]["labels"]["shmguard.io/inject"] == "false"
+    c = pod["containers"][0]
+    assert c["image"] == one(by_kind, "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert c["args"][:3] == ["review", "--through-api-server", "--test-pod"]
+    assert {f"--namespace={check_ns}", f"--wait={values['installCheck']['timeout']}",
+            f"--webhook-service={NS}/shmguard"} <= set(c["args"])
+    assert ("--expect-injected" in c["args"]) == (values.get("mode", "enforce") == "enforce")
+    assert c["securityContext"]["readOnlyRootFilesystem"] and pod["securityContext"]["runAsNonRoot"]
+
+
+def test_install_check_off_and_its_timeout():
+    _, by_kind = objects(sets=["installCheck.enabled=false"])
+    assert not hooks_of(by_kind, "post-install")
+    _, by_kind = objects(sets=["installCheck.timeout=1h30m", "installCheck.namespace=ml-jobs"])
+    job = hooks_of(by_kind, "post-install")[("Job", "shmguard-install-check", NS)]
+    assert job["spec"]["activeDeadlineSeconds"] == 5400 + 120
+    assert "--namespace=ml-jobs" in job["spec"]["template"]["spec"]["containers"][0]["args"]
+    with pytest.raises(RenderError, match="installCheck"):
+        objects(sets=["installCheck.timeout=2 minutes"])
 
 
 @pytest.mark.parametrize("values_file", CI_FILES, ids=lambda p: p.name)

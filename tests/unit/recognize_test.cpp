@@ -131,3 +131,15 @@ TEST(Recognize, EveryTableKeyIsKnownAndEverySizingKeyMakesATrainingPod) {
   EXPECT_EQ(find_annotation("shmguard.io/batchsize"), nullptr);
   EXPECT_EQ(closest_known_key("shmguard.io/batchsize"), "shmguard.io/batch-size");
 }
+
+TEST(Duration, HelmAndKubectlForms) {
+  EXPECT_EQ(parse_duration_s("2m"), 120);
+  EXPECT_EQ(parse_duration_s("90s"), 90);
+  EXPECT_EQ(parse_duration_s("90"), 90);
+  EXPECT_EQ(parse_duration_s("1h30m"), 5400);
+  EXPECT_EQ(parse_duration_s("1m30s"), 90);
+  EXPECT_EQ(parse_duration_s("0s"), 0);
+  EXPECT_EQ(parse_duration_s("24h"), 86400);
+  for (const char* bad : {"", "m", "2 m", "1.5m", "2d", "1m30", "-5s", "25h", "99999999999999999999s", "s5"})
+    EXPECT_EQ(parse_duration_s(bad), std::nullopt) << bad;
+}

@@ -36,4 +36,30 @@ bool glob_match(std::string_view p, std::string_view t) {
   return pi == p.size();
 }
 
+std::optional<int> parse_duration_s(std::string_view text) {
+  constexpr long kDay = 24 * 3600;
+  if (text.empty()) return std::nullopt;
+  long total = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    long n = 0;
+    const std::size_t digits = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      n = n * 10 + (text[i++] - '0');
+      if (n > kDay) return std::nullopt;
+    }
+    if (i == digits) return std::nullopt;
+    if (i == text.size()) {  // a bare number is seconds, and only on its own
+      if (digits != 0) return std::nullopt;
+      total = n;
+      break;
+    }
+    const char unit = text[i++];
+    total += n * (unit == 'h' ? 3600 : unit == 'm' ? 60 : unit == 's' ? 1 : -kDay * 4);
+    if (total < 0 || total > kDay) return std::nullopt;
+  }
+  if (total > kDay) return std::nullopt;
+  return static_cast<int>(total);
+}
+
 }  // namespace shmguard

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,5 +14,9 @@ std::string printable(std::string_view value, std::size_t max = 40);
 
 // Shell-style glob: '*' matches any run of characters (including '/'), '?' one character.
 bool glob_match(std::string_view pattern, std::string_view text);
+
+// A duration as Helm and kubectl write one, in whole seconds: "90", "90s", "2m", "1h30m", "1m30s".
+// nullopt for anything else (empty, a unit other than h/m/s, a fraction, over a day).
+std::optional<int> parse_duration_s(std::string_view text);
 
 }  // namespace shmguard

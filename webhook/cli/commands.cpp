@@ -333,6 +333,7 @@ struct Commands {
   ManifestArgs mutate_args, check_args;
   SizeArgs size_args;
   ReviewArgs review_args;
+  std::string review_wait = "0s";
   ObserveArgs observe_args;
   std::string fn_config;
   CLI::App *serve = nullptr, *mutate = nullptr, *check = nullptr, *size = nullptr, *review = nullptr,
@@ -399,9 +400,13 @@ void add_size_and_review(CLI::App& app, Commands& c) {
   c.size->add_option("--memory-limit", c.size_args.memory_limit, "the pod's memory limit (warns when exceeded)")->type_name("QUANTITY");
   c.size->add_option("-o,--output", c.size_args.output, "text or json")->check(CLI::IsMember({"text", "json"}));
   c.size->add_option("--config", c.size_args.config_file, "YAML config file");
-  c.review = app.add_subcommand("review", "Ask a running webhook what it does with each pod template of some manifests");
-  c.review->add_option("--server", c.review_args.server, "webhook URL, https://host:port[/path] (path default /mutate)")->required();
-  c.review->add_option("--ca", c.review_args.ca_file, "PEM CA the serving certificate must chain to")->required()->check(CLI::ExistingFile);
+  c.review = app.add_subcommand("review", "Ask a running webhook (or the API server) what it does with each pod template of some manifests");
+  c.review->add_option("--server", c.review_args.server,
+                       "webhook URL, https://host:port[/path] (path default /mutate); with --through-api-server the API "
+                       "server's URL (default: in-cluster)");
+  c.review->add_option("--ca", c.review_args.ca_file,
+                       "PEM CA the serving certificate must chain to (with --through-api-server default: in-cluster)")
+      ->check(CLI::ExistingFile);
   c.review->add_option("--server-name", c.review_args.server_name, "name the certificate must be valid for (default: the URL's host)");
   auto* files = c.review->add_option("-f,--filename", c.review_args.files, "file, directory or - for stdin (repeatable)");
   c.review->add_flag("--test-pod", c.review_args.test_pod, "review a built-in PyTorch training pod (what `helm test` does)")
@@ -409,6 +414,18 @@ void add_size_and_review(CLI::App& app, Commands& c) {
   c.review->add_flag("--expect-injected", c.review_args.expect_injected, "exit 1 unless every answer injects /dev/shm");
   c.review->add_option("-o,--output", c.review_args.output, "text or json")->check(CLI::IsMember({"text", "json"}));
   c.review->add_option("--timeout", c.review_args.timeout_s, "seconds to connect, send and read")->capture_default_str();
+  c.review->add_flag("--through-api-server", c.review_args.through_api_server,
+                     "create each pod through the API server as a server-side dry run (never stored): the answer "
+                     "comes the whole way API server -> Service -> webhook pod (the chart's install check)");
+  c.review->add_option("--token-file", c.review_args.token_file,
+                       "bearer token for the API server (default: the pod's service account token)");
+  c.review->add_option("--namespace", c.review_args.namespace_name, "namespace of the dry-run pods (one the webhook selects)")
+      ->capture_default_str();
+  c.review->add_option("--wait", c.review_wait,
+                       "with --through-api-server: ask again until shmguard answers, for this long (e.g. 2m)")
+      ->capture_default_str();
+  c.review->add_option("--webhook-service", c.review_args.webhook_service,
+                       "NAMESPACE/NAME of the webhook's Service, named in the message when no answer comes");
 }
 
 void add_observe_fn_version(CLI::App& app, Commands& c) {
@@ -431,6 +448,22 @@ void add_observe_fn_version(CLI::App& app, Commands& c) {
   c.version = app.add_subcommand("version", "Print the version");
 }
 
+int review(Commands& c) {
+  ReviewArgs& a = c.review_args;
+  if (a.files.empty() && !a.test_pod) return fail("review: give -f FILE or --test-pod");
+  auto wait = parse_duration_s(c.review_wait);
+  if (!wait) return fail("review: --wait: \"" + printable(c.review_wait) + "\" is not a duration (90s, 2m, 1h30m)");
+  a.wait_s = *wait;
+  if (!a.through_api_server) {
+    if (a.wait_s != 0) return fail("review: --wait needs --through-api-server");
+    if (a.server.empty() || a.ca_file.empty()) return fail("review: give --server and --ca (or --through-api-server)");
+  }
+  auto files = expand_inputs(a.files);
+  if (!files) return fail(files.error());
+  a.files = std::move(*files);
+  return a.through_api_server ? run_review_through_api_server(a) : run_review(a);
+}
+
 int dispatch(Commands& c) {
   if (*c.version) {
     std::cout << "shmguard " << SHMGUARD_VERSION << "\n";
@@ -438,13 +471,7 @@ int dispatch(Commands& c) {
   }
   if (*c.size) return run_size(c.size_args);
   if (*c.observe) return run_observe(c.observe_args);
-  if (*c.review) {
-    if (c.review_args.files.empty() && !c.review_args.test_pod) return fail("review: give -f FILE or --test-pod");
-    auto files = expand_inputs(c.review_args.files);
-    if (!files) return fail(files.error());
-    c.review_args.files = std::move(*files);
-    return run_review(c.review_args);
-  }
+  if (*c.review) return review(c);
   if (*c.fn) {
     auto cfg = load_config(c.fn_config);
     if (!cfg) return fail(cfg.error());

@@ -2,6 +2,7 @@
 #include "cli/review.h"
 
 #include "cli/exit_codes.h"
+#include "cli/review_parts.h"
 
 #include <httplib.h>
 
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "admission/review.h"
+#include "inject/inject.h"
 #include "manifests/offline.h"
 #include "manifests/templates.h"
 
@@ -20,49 +22,6 @@ namespace shmguard::cli {
 namespace {
 
 using nlohmann::json;
-
-struct Url {
-  std::string host;
-  int port = 443;
-  std::string path = "/mutate";
-};
-
-Result<Url> parse_url(const std::string& s) {
-  Url u;
-  const std::string scheme = "https://";
-  if (s.compare(0, scheme.size(), scheme) != 0) {
-    return Result<Url>::failure("--server must be an https:// URL, got \"" + s + "\"");
-  }
-  std::string rest = s.substr(scheme.size());
-  if (auto slash = rest.find('/'); slash != std::string::npos) {
-    if (slash + 1 < rest.size()) u.path = rest.substr(slash);
-    rest = rest.substr(0, slash);
-  }
-  std::string port;
-  if (!rest.empty() && rest.front() == '[') {  // [::1]:8443
-    auto close = rest.find(']');
-    if (close == std::string::npos) {
-      return Result<Url>::failure("--server: unterminated IPv6 address");
-    }
-    u.host = rest.substr(1, close - 1);
-    if (close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
-  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
-    u.host = rest.substr(0, colon);
-    port = rest.substr(colon + 1);
-  } else {
-    u.host = rest;
-  }
-  if (!port.empty()) {
-    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535) {
-      return Result<Url>::failure("--server: bad port \"" + port + "\"");
-    }
-    u.port = std::stoi(port);
-  }
-  if (u.host.empty()) {
-    return Result<Url>::failure("--server: no host in \"" + s + "\"");
-  }
-  return u;
-}
 
 // The pod a controller would create from a template, as the API server sends it for admission.
 json pod_for(const manifests::TemplateReport& r) {
@@ -101,9 +60,18 @@ metadata:
     shmguard.io/num-workers: "4"
     shmguard.io/sample-size: 1Mi
 spec:
+  securityContext:  # admitted where Pod Security enforces "restricted", too
+    runAsNonRoot: true
+    runAsUser: 1000
+    seccompProfile:
+      type: RuntimeDefault
   containers:
   - name: train
     image: pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime
+    securityContext:
+      allowPrivilegeEscalation: false
+      capabilities:
+        drop: [ALL]
 )";
 
 // What a refused connection to a Service usually means, and where to look. `name` is the name
@@ -119,15 +87,6 @@ std::string no_endpoint_hint(const std::string& name) {
          ", `kubectl get pods` shows why (image not pulled, crash-looping on its config). "
          "Until one is ready, failurePolicy Ignore admits every pod without /dev/shm";
 }
-
-int fail(const std::string& msg) {
-  std::cerr << "shmguard review: " << msg << "\n";
-  return kExitBadInput;
-}
-
-}  // namespace
-
-namespace {
 
 // The pod templates to send: the built-in test pod and those of the files.
 Status collect(const ReviewArgs& a, manifests::OfflineRunner& runner) {
@@ -163,13 +122,8 @@ std::string unreachable(const ReviewArgs& a, const std::string& name, httplib::E
 std::string decision_of(const json& pod, bool allowed, const json& patch) {
   if (!allowed) return "denied";
   if (!patch.is_array()) return "allowed unchanged";
-  std::string decision = "patched";
-  json patched = pod.patch(patch);
-  const json vols = patched.contains("spec") ? patched["spec"].value("volumes", json::array()) : json::array();
-  for (const auto& v : vols.is_array() ? vols : json::array())
-    if (v.is_object() && v.value("name", "") == "shmguard-dshm" && v.contains("emptyDir"))
-      decision = "patched: /dev/shm " + v["emptyDir"].value("sizeLimit", std::string("?"));
-  return decision;
+  const std::string injected = injected_decision(pod.patch(patch));
+  return injected.empty() ? "patched" : injected;
 }
 
 // Connect to the URL's host but verify the certificate (and send SNI) for `name`: what the API
@@ -187,16 +141,88 @@ void configure(httplib::SSLClient& cli, const ReviewArgs& a, const Url& url, con
 
 }  // namespace
 
-int run_review(const ReviewArgs& a) {
-  auto parsed = parse_url(a.server);
-  if (!parsed) return fail(parsed.error());
-  const Url& url = *parsed;
-  const std::string name = a.server_name.empty() ? url.host : a.server_name;
+Result<Url> parse_url(const std::string& s, std::string_view default_path, std::string_view flag) {
+  Url u;
+  u.path = std::string(default_path);
+  const std::string scheme = "https://";
+  if (s.compare(0, scheme.size(), scheme) != 0) {
+    return Result<Url>::failure(std::string(flag) + " must be an https:// URL, got \"" + s + "\"");
+  }
+  std::string rest = s.substr(scheme.size());
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    if (slash + 1 < rest.size()) u.path = rest.substr(slash);
+    rest = rest.substr(0, slash);
+  }
+  std::string port;
+  if (!rest.empty() && rest.front() == '[') {  // [::1]:8443
+    auto close = rest.find(']');
+    if (close == std::string::npos) {
+      return Result<Url>::failure(std::string(flag) + ": unterminated IPv6 address");
+    }
+    u.host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
+  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    u.host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  } else {
+    u.host = rest;
+  }
+  if (!port.empty()) {
+    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535) {
+      return Result<Url>::failure(std::string(flag) + ": bad port \"" + port + "\"");
+    }
+    u.port = std::stoi(port);
+  }
+  if (u.host.empty()) {
+    return Result<Url>::failure(std::string(flag) + ": no host in \"" + s + "\"");
+  }
+  return u;
+}
+
+std::string PodToReview::where() const {
+  return file + ":" + std::to_string(line) + " " + (kind.empty() ? "?" : kind) + "/" + (name.empty() ? "?" : name) +
+         " " + path;
+}
+
+json PodToReview::where_json() const {
+  return {{"file", file}, {"line", line}, {"kind", kind}, {"name", name}, {"template", path}};
+}
+
+int review_fail(const std::string& msg) {
+  std::cerr << "shmguard review: " << msg << "\n";
+  return kExitBadInput;
+}
+
+std::string injected_decision(const json& admitted_pod) {
+  const json* spec = admitted_pod.is_object() && admitted_pod.contains("spec") ? &admitted_pod["spec"] : nullptr;
+  const json vols = spec && spec->is_object() ? spec->value("volumes", json::array()) : json::array();
+  for (const auto& v : vols.is_array() ? vols : json::array())
+    if (v.is_object() && v.value("name", "") == inject::kVolumeName && v.contains("emptyDir") &&
+        v["emptyDir"].is_object())
+      return "patched: /dev/shm " + v["emptyDir"].value("sizeLimit", std::string("?"));
+  return "";
+}
+
+Result<std::vector<PodToReview>> pods_to_review(const ReviewArgs& a) {
   config::Config cfg;  // only discovery is used; the webhook decides
   manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kNone, std::cout);
   runner.keep_objects();
-  if (auto c = collect(a, runner); !c) return fail(c.error());
-  if (runner.reports().empty()) return fail("no pod templates found");
+  if (auto c = collect(a, runner); !c) return c.failure_part();
+  if (runner.reports().empty()) return Failure{"no pod templates found"};
+  std::vector<PodToReview> pods;
+  for (const auto& r : runner.reports()) {
+    pods.push_back({r.file, r.kind, r.name, r.path, r.line, r.namespace_name, pod_for(r)});
+  }
+  return pods;
+}
+
+int run_review(const ReviewArgs& a) {
+  auto parsed = parse_url(a.server, "/mutate");
+  if (!parsed) return review_fail(parsed.error());
+  const Url& url = *parsed;
+  const std::string name = a.server_name.empty() ? url.host : a.server_name;
+  auto pods = pods_to_review(a);
+  if (!pods) return review_fail(pods.error());
 
   httplib::SSLClient cli(name, url.port);
   configure(cli, a, url, name);
@@ -204,13 +230,12 @@ int run_review(const ReviewArgs& a) {
   int code = kExitOk;
   json all = json::array();
   std::size_t n = 0;
-  for (const auto& r : runner.reports()) {
-    const json pod = pod_for(r);
-    auto res = cli.Post(url.path, review_for(pod, r.namespace_name.empty() ? "default" : r.namespace_name, ++n).dump(),
+  for (const auto& p : *pods) {
+    const json& pod = p.pod;
+    const std::string where = p.where();
+    auto res = cli.Post(url.path, review_for(pod, p.namespace_name.empty() ? "default" : p.namespace_name, ++n).dump(),
                         "application/json");
-    const std::string where = r.file + ":" + std::to_string(r.line) + " " + (r.kind.empty() ? "?" : r.kind) + "/" +
-                              (r.name.empty() ? "?" : r.name) + " " + r.path;
-    if (!res) return fail(unreachable(a, name, res.error(), cli.get_openssl_verify_result()));
+    if (!res) return review_fail(unreachable(a, name, res.error(), cli.get_openssl_verify_result()));
     if (res->status != 200) {
       std::cerr << where << " -> HTTP " << res->status << ": " << res->body << "\n";
       code = kExitFindings;
@@ -229,8 +254,9 @@ int run_review(const ReviewArgs& a) {
       code = kExitFindings;
     }
     if (a.output == "json") {
-      all.push_back({{"file", r.file}, {"line", r.line}, {"kind", r.kind}, {"name", r.name}, {"template", r.path},
-                     {"allowed", allowed}, {"decision", decision}, {"warnings", warnings}, {"patch", patch}});
+      json record = p.where_json();
+      record.update({{"allowed", allowed}, {"decision", decision}, {"warnings", warnings}, {"patch", patch}});
+      all.push_back(std::move(record));
       continue;
     }
     std::cout << where << " -> " << decision << "\n";

@@ -89,3 +89,15 @@ webhook (failurePolicy Ignore) lets every pod through unsized. */}}
 {{- end -}}
 {{ toYaml (merge (dict "mode" .Values.mode) $cfg) }}
 {{- end -}}
+
+{{/* Whole seconds in a duration written as Helm writes one ("2m", "90s", "1h30m"). */}}
+{{- define "shmguard.seconds" -}}
+{{- $d := toString . -}}
+{{- if or (eq $d "") (not (regexMatch "^([0-9]+h)?([0-9]+m)?([0-9]+s)?$" $d)) -}}
+{{- fail (printf "installCheck.timeout must be a duration such as 2m or 90s, not %q" $d) -}}
+{{- end -}}
+{{- $h := regexFind "[0-9]+h" $d | trimSuffix "h" | default "0" | int -}}
+{{- $m := regexFind "[0-9]+m" $d | trimSuffix "m" | default "0" | int -}}
+{{- $s := regexFind "[0-9]+s" $d | trimSuffix "s" | default "0" | int -}}
+{{- add (mul $h 3600) (mul $m 60) $s -}}
+{{- end -}}

@@ -1,0 +1,41 @@
+// What `shmguard review`'s two ways of asking share (review.cpp asks the webhook, api_review.cpp
+// the API server): the URL, the pods to send, and how an answered pod reads.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "cli/review.h"
+
+namespace shmguard::cli {
+
+struct Url {
+  std::string host;
+  int port = 443;
+  std::string path;
+};
+
+// https://host[:port][/path]; the path defaults to `default_path`. `flag` names the option in errors.
+Result<Url> parse_url(const std::string& s, std::string_view default_path, std::string_view flag = "--server");
+
+// One pod to send: the pod a controller would create from a template (or the built-in test pod).
+struct PodToReview {
+  std::string file, kind, name, path;  // where the template is: path is its place in the object
+  int line = 0;
+  std::string namespace_name;  // the manifest's, or empty
+  nlohmann::json pod;
+  std::string where() const;   // "file:line Kind/name template", as `check` prints it
+  nlohmann::json where_json() const;  // {file, line, kind, name, template}
+};
+Result<std::vector<PodToReview>> pods_to_review(const ReviewArgs& a);
+
+// "patched: /dev/shm 8Gi" when the pod (as admitted) mounts shmguard's volume, else empty.
+std::string injected_decision(const nlohmann::json& admitted_pod);
+
+// Prints "shmguard review: <msg>" and returns the bad-input exit code.
+int review_fail(const std::string& msg);
+
+}  // namespace shmguard::cli
