@@ -31,7 +31,8 @@ def renderer():
     return str(TOOL_BIN), None
 
 
-def render(values_files=(), sets=(), namespace="shmguard", name="shmguard", chart=CHART):
+def render(values_files=(), sets=(), namespace="shmguard", name="shmguard", chart=CHART, api_versions=()):
+    """`api_versions`: what a cluster's discovery would add to .Capabilities (helm only)."""
     tool, why = renderer()
     if tool is None:
         raise RenderError(why)
@@ -43,6 +44,8 @@ def render(values_files=(), sets=(), namespace="shmguard", name="shmguard", char
         cmd += ["-f", str(f)]
     for s in sets:
         cmd += ["--set", s]
+    for v in api_versions:
+        cmd += ["--api-versions", v]
     if os.path.basename(tool) != "helm":
         cmd.append(str(chart))
     r = subprocess.run(cmd, capture_output=True, text=True)

@@ -26,8 +26,8 @@ pytestmark = pytest.mark.skipif(TOOL is None, reason=WHY or "")
 CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
 
 
-def objects(values_file=None, sets=()):
-    text = render([values_file] if values_file else [], sets, namespace=NS, name="shmguard")
+def objects(values_file=None, sets=(), api_versions=()):
+    text = render([values_file] if values_file else [], sets, namespace=NS, name="shmguard", api_versions=api_versions)
     docs = [d for d in yaml.safe_load_all(text) if d]
     by_kind = {}
     for d in docs:
@@ -108,8 +108,10 @@ def test_render_common_objects(values_file):
     for kind in ["Deployment", "Service", "ServiceAccount", "ConfigMap", "MutatingWebhookConfiguration",
                  "PodDisruptionBudget"]:
         one(by_kind, kind)
-    for d in docs:
-        if d["kind"] != "MutatingWebhookConfiguration":
+    for d in docs:  # all in the release namespace, but the cluster-scoped and the install check's Role
+        if d["kind"] in ("Role", "RoleBinding"):
+            assert d["metadata"]["namespace"] == values["installCheck"]["namespace"], d
+        elif not d["kind"].endswith(("WebhookConfiguration", "AdmissionPolicy", "AdmissionPolicyBinding")):
             assert d["metadata"]["namespace"] == NS, d["kind"]
 
     dep = one(by_kind, "Deployment")
@@ -164,6 +166,9 @@ def test_render_common_objects(values_file):
     assert ("--expect-injected" in c["args"]) == (values.get("mode", "enforce") == "enforce")
 
 
+VAP = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+
+
 def hooks_of(by_kind, hook):
     return {(o["kind"], o["metadata"]["name"], o["metadata"].get("namespace")): o
             for objs in by_kind.values() for o in objs
@@ -172,7 +177,7 @@ def hooks_of(by_kind, hook):
 
 @pytest.mark.parametrize("values_file", CI_FILES, ids=lambda p: p.name)
 def test_install_check_proves_the_path_after_install_and_upgrade(values_file):
-    _, by_kind = objects(values_file)
+    _, by_kind = objects(values_file, api_versions=[VAP])
     values = merged_values(values_file)
     post_install, post_upgrade = hooks_of(by_kind, "post-install"), hooks_of(by_kind, "post-upgrade")
     name, check_ns = "shmguard-install-check", values["installCheck"]["namespace"]
@@ -205,6 +210,12 @@ def test_install_check_proves_the_path_after_install_and_upgrade(values_file):
             f"--webhook-service={NS}/shmguard"} <= set(c["args"])
     assert ("--expect-injected" in c["args"]) == (values.get("mode", "enforce") == "enforce")
     assert c["securityContext"]["readOnlyRootFilesystem"] and pod["securityContext"]["runAsNonRoot"]
+
+
+def test_install_check_without_validating_admission_policy():
+    """An API server before 1.30 serves no ValidatingAdmissionPolicy: the check runs on RBAC alone."""
+    _, by_kind = objects()
+    assert {k[0] for k in hooks_of(by_kind, "post-install")} == {"ServiceAccount", "Role", "RoleBinding", "Job"}
 
 
 def test_install_check_off_and_its_timeout():
