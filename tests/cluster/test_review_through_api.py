@@ -57,7 +57,7 @@ def test_waits_until_the_webhook_answers_through_the_api_server(cluster, api, ur
                    "--webhook-service", "shmguard/shmguard")
         switch.join()
         assert r.returncode == 0, r.stdout + r.stderr
-        m = re.fullmatch(r"<test-pod>:1 Pod/\? pod -> patched: /dev/shm 1Gi \(through the API server, namespace "
+        m = re.fullmatch(r"<test-pod>:1 Pod/shmguard-review-\* \(pod\) -> patched: /dev/shm 1Gi \(through the API server, namespace "
                          r"review-ns; answered after (\d+\.\d)s, attempt (\d+)\)\n", r.stdout)
         assert m, r.stdout
         assert 4.0 <= float(m.group(1)) <= time.time() - t0 and int(m.group(2)) > 3, r.stdout
@@ -78,7 +78,7 @@ def test_no_answer_in_time_fails_saying_what_the_api_server_did(cluster, api):
     assert r.returncode == 1, r.stdout + r.stderr
     assert time.time() - t0 < 15
     assert r.stdout == ""
-    assert re.search(r"shmguard review: <test-pod>:1 Pod/\? pod: no answer from shmguard through the API server within "
+    assert re.search(r"shmguard review: <test-pod>:1 Pod/shmguard-review-\* \(pod\): no answer from shmguard through the API server within "
                      r"3s \(\d+ dry runs in namespace review-ns\); the last: admitted without shmguard's answer", r.stderr)
     assert "could not call the webhook through Service shmguard/shmguard" in r.stderr, r.stderr
     assert "`kubectl -n shmguard get endpoints shmguard` must list ready pods" in r.stderr, r.stderr

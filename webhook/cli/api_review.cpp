@@ -4,6 +4,7 @@
 // asks again until shmguard answers: the chart's post-install/post-upgrade check, which makes
 // `helm install --wait` return only once the next pod will be injected.
 #include <httplib.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -201,6 +202,9 @@ int review_one(const ApiServer& api, const ReviewArgs& a, const PodToReview& p, 
 }  // namespace
 
 int run_review_through_api_server(const ReviewArgs& a) {
+  // The API server may close a connection as it answers (a 403, a restart): the TLS close_notify
+  // written into it then must be an error, not a SIGPIPE that kills the check.
+  ::signal(SIGPIPE, SIG_IGN);
   auto api = locate(a);
   if (!api) return review_fail(api.error());
   auto pods = pods_to_review(a);

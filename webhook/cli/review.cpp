@@ -5,6 +5,7 @@
 #include "cli/review_parts.h"
 
 #include <httplib.h>
+#include <signal.h>
 
 #include <cerrno>
 #include <cstring>
@@ -217,6 +218,7 @@ Result<std::vector<PodToReview>> pods_to_review(const ReviewArgs& a) {
 }
 
 int run_review(const ReviewArgs& a) {
+  ::signal(SIGPIPE, SIG_IGN);  // a webhook that closes as it answers is an error, not a SIGPIPE
   auto parsed = parse_url(a.server, "/mutate");
   if (!parsed) return review_fail(parsed.error());
   const Url& url = *parsed;
