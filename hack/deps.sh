@@ -10,8 +10,9 @@ demo=(curl python3 python3-yaml python3-torch util-linux)
 bench=(wrk python3-yaml valgrind)
 fuzz=(clang libclang-rt-14-dev)
 # A one-node cluster (hack/cluster.sh up --node): a second containerd with runc, CNI plugins, what
-# kube-proxy and the kubelet call (iptables, conntrack, mount, ip), and mmdebstrap for images.
-node=(containerd runc containernetworking-plugins iptables conntrack iproute2 mount util-linux mmdebstrap)
+# kube-proxy and the kubelet call (iptables, conntrack, mount, ip), mmdebstrap for images, and socat
+# (pods reach the API server on loopback through it).
+node=(containerd runc containernetworking-plugins iptables conntrack iproute2 mount util-linux mmdebstrap socat)
 want=("${build[@]}")
 for group in "$@"; do
   case "$group" in

@@ -76,7 +76,7 @@ stop_pid() {  # NAME: TERM, then KILL after 10 s
 require() {
   (($(id -u) == 0)) || { log "needs root (containerd, the kubelet and kube-proxy manage mounts and iptables)"; exit 1; }
   local missing=() c
-  for c in containerd runc iptables ip gcc docker; do command -v "$c" >/dev/null || missing+=("$c"); done
+  for c in containerd runc iptables ip gcc docker socat; do command -v "$c" >/dev/null || missing+=("$c"); done
   [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
   ((${#missing[@]} == 0)) || { log "missing: ${missing[*]} (hack/deps.sh node installs them)"; exit 1; }
   for c in kubelet kube-scheduler kube-controller-manager kube-proxy coredns crictl; do
@@ -182,6 +182,27 @@ EOF
   echo "$ready" >"$node/coredns.ready-port"
 }
 
+# Pods reach the API server as in a real cluster, through the `kubernetes` Service (10.0.0.1:443):
+# its EndpointSlice points at the node's bridge address, where a forwarder passes the connection to
+# the API server on loopback (an endpoint may not be a loopback address, and the API server listens
+# on loopback only). The chart's install check runs there. Same port number on both sides.
+api_forward_up() {
+  local port
+  port=$(sed -n 's|.*server: https://127.0.0.1:\([0-9]*\).*|\1|p' "$(kubeconfig)")
+  start api-forward socat "TCP-LISTEN:$port,bind=$NODE_GATEWAY,reuseaddr,fork" "TCP:127.0.0.1:$port"
+  "$bindir/kubectl" --kubeconfig "$(kubeconfig)" apply -f - >/dev/null <<EOF
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kubernetes
+  namespace: default
+  labels: {kubernetes.io/service-name: kubernetes}
+addressType: IPv4
+endpoints: [{addresses: [$NODE_GATEWAY], conditions: {ready: true}}]
+ports: [{name: https, port: $port, protocol: TCP}]
+EOF
+}
+
 kubelet_up() {
   local port healthz
   port=$(free_port); healthz=$(free_port)
@@ -261,6 +282,7 @@ up() {
   containerd_up
   pause_image
   dns_up
+  api_forward_up
   kubelet_up
   controllers_up
   wait_until 120 "node $NODE_NAME Ready and untainted" "$node" node_ready
@@ -304,7 +326,7 @@ stop_processes() {
   if [[ -S "$SOCK" ]] && [[ -n "$bindir" && -x "$bindir/crictl" ]]; then
     crictl rmp -af >/dev/null 2>&1 || true  # -f stops each sandbox first
   fi
-  for name in kube-proxy kube-scheduler kube-controller-manager coredns; do stop_pid "$name"; done
+  for name in kube-proxy kube-scheduler kube-controller-manager coredns api-forward; do stop_pid "$name"; done
   if [[ -S "$SOCK" ]]; then  # a task the CRI did not reach: kill it so its shim exits
     local t
     for t in $(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
