@@ -135,22 +135,24 @@ def test_helm_upgrade_wait_runs_the_check_again(release):
 
 
 UNREACHABLE_NS = "shmguard-unreachable"
+CHECK_NS = NAMESPACE
 CHECK_SA = "shmguard-install-check"
 
 
 @pytest.fixture(scope="module")
 def failed_install(release):
     """A second release whose webhook selects no namespace: the install check's dry runs come back
-    unchanged until installCheck.timeout, and the install fails. Its check Job, ServiceAccount and
+    unchanged until installCheck.timeout, and the install fails. Its dry runs go to the first
+    release's namespace, which no webhook selects (the first release's would answer anywhere else). Its check Job, ServiceAccount and
     Role stay behind (only a successful check removes them): the tests read them."""
     node = release
-    r, seconds = helm_install(node, "--set", "installCheck.timeout=8s",
+    r, seconds = helm_install(node, "--set", "installCheck.timeout=8s", "--set", f"installCheck.namespace={CHECK_NS}",
                               "--set", "webhook.namespaceSelector.matchLabels.shmguard-test=nothing-has-this",
                               release="shmguard", namespace=UNREACHABLE_NS)
     yield node, r, seconds
     node.helm("uninstall", "shmguard", "-n", UNREACHABLE_NS, "--wait", check=False, timeout=240)
-    for kind, where in (("job", UNREACHABLE_NS), ("serviceaccount", UNREACHABLE_NS), ("role", "default"),
-                        ("rolebinding", "default")):
+    for kind, where in (("job", UNREACHABLE_NS), ("serviceaccount", UNREACHABLE_NS), ("role", CHECK_NS),
+                        ("rolebinding", CHECK_NS)):
         node.kubectl("delete", kind, CHECK_SA, "-n", where, "--ignore-not-found", check=False)
     node.kubectl("delete", "validatingadmissionpolicy,validatingadmissionpolicybinding",
                  f"{CHECK_SA}-{UNREACHABLE_NS}", "--ignore-not-found", check=False)
@@ -163,7 +165,7 @@ def test_a_webhook_the_api_server_cannot_reach_fails_the_install_saying_why(fail
     assert re.search(r"failed post-install.*job shmguard-install-check failed", r.stderr, re.S), r.stderr
     log = node.logs("-n", UNREACHABLE_NS, "job/shmguard-install-check")
     assert re.search(r"no answer from shmguard through the API server within 8s \(\d+ dry runs in namespace "
-                     r"default\); the last: admitted without shmguard's answer", log), log
+                     rf"{CHECK_NS}\); the last: admitted without shmguard's answer", log), log
     assert f"Service {UNREACHABLE_NS}/shmguard" in log and "installCheck.namespace" in log, log
     assert f"kubectl -n {UNREACHABLE_NS} get endpoints shmguard" in log, log
     assert seconds < 120, seconds  # the check's own timeout, not Helm's 180 s
@@ -189,18 +191,19 @@ def test_the_check_service_account_makes_dry_runs_and_nothing_else(failed_instal
     node, _, _ = failed_install
     pod = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "probe-"},
                       "spec": {"containers": [{"name": "c", "image": "probe"}]}})
-    dry = as_check_sa(node, "create", "-n", "default", "--dry-run=server", "-f", "-", "-o", "name", stdin=pod)
+    dry = as_check_sa(node, "create", "-n", CHECK_NS, "--dry-run=server", "-f", "-", "-o", "name", stdin=pod)
     assert dry.returncode == 0, dry.stderr
-    real = as_check_sa(node, "create", "-n", "default", "-f", "-", stdin=pod)
+    real = as_check_sa(node, "create", "-n", CHECK_NS, "-f", "-", stdin=pod)
     assert real.returncode != 0 and "may only make dry runs" in real.stderr, real.stdout + real.stderr
-    for args in (["get", "secrets", "-n", UNREACHABLE_NS], ["get", "secrets", "-n", "default"],
-                 ["get", "pods", "-n", "default"], ["create", "-n", "kube-system", "--dry-run=server", "-f", "-"],
-                 ["delete", "pods", "--all", "-n", "default", "--dry-run=server"]):
+    for args in (["get", "secrets", "-n", UNREACHABLE_NS], ["get", "secrets", "-n", CHECK_NS],
+                 ["get", "pods", "-n", CHECK_NS], ["create", "-n", "default", "--dry-run=server", "-f", "-"],
+                 ["delete", "pods", "--all", "-n", CHECK_NS, "--dry-run=server"]):
         r = as_check_sa(node, *args, stdin=pod)
         assert r.returncode != 0 and "forbidden" in r.stderr.lower(), (args, r.stdout, r.stderr)
-    for verb, where in (("create pods/exec", "default"), ("get nodes", "default"), ("create deployments", "default"),
-                        ("update pods", "default"), ("create pods", "kube-system"), ("get secrets", UNREACHABLE_NS)):
+    for verb, where in (("create pods/exec", CHECK_NS), ("get nodes", CHECK_NS), ("create deployments", CHECK_NS),
+                        ("update pods", CHECK_NS), ("create pods", "default"), ("get secrets", UNREACHABLE_NS)):
         r = as_check_sa(node, "auth", "can-i", *verb.split(), "-n", where)
         assert r.stdout.strip() == "no", (verb, where, r.stdout, r.stderr)
-    assert as_check_sa(node, "auth", "can-i", "create", "pods", "-n", "default").stdout.strip() == "yes"
-    assert not node.get("pods", "-n", "default")["items"], "a pod was stored"
+    assert as_check_sa(node, "auth", "can-i", "create", "pods", "-n", CHECK_NS).stdout.strip() == "yes"
+    assert not [p for p in node.get("pods", "-A")["items"] if p["metadata"]["name"].startswith("probe-")], \
+        "a pod was stored"
