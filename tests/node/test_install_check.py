@@ -200,7 +200,8 @@ def test_the_check_service_account_makes_dry_runs_and_nothing_else(failed_instal
                  ["delete", "pods", "--all", "-n", CHECK_NS, "--dry-run=server"]):
         r = as_check_sa(node, *args, stdin=pod)
         assert r.returncode != 0 and "forbidden" in r.stderr.lower(), (args, r.stdout, r.stderr)
-    for verb, where in (("create pods/exec", CHECK_NS), ("get nodes", CHECK_NS), ("create deployments", CHECK_NS),
+    # (`can-i create pods/exec` would ask about a pod named exec: subresources go in --subresource.)
+    for verb, where in (("create pods --subresource=exec", CHECK_NS), ("get nodes", CHECK_NS), ("create deployments", CHECK_NS),
                         ("update pods", CHECK_NS), ("create pods", "default"), ("get secrets", UNREACHABLE_NS)):
         r = as_check_sa(node, "auth", "can-i", *verb.split(), "-n", where)
         assert r.stdout.strip() == "no", (verb, where, r.stdout, r.stderr)
