@@ -101,7 +101,36 @@ TEST(Formula, DefaultWithoutAllThreeInputs) {
   auto r = compute_size(in, cfg);
   EXPECT_EQ(r.source, SizeSource::kDefault);
   EXPECT_EQ(r.bytes, 8 * kGi);
-  EXPECT_TRUE(r.warnings.empty());
+  // (8Gi - 256Mi) / (10 x 32 samples x 1.5) = 17336456 bytes: 16930Ki.
+  EXPECT_EQ(r.warnings, std::vector<std::string>{
+                            "4 workers x prefetch 2 + 2 = 10 batches of 32 = 320 samples in flight per process; by the "
+                            "formula 8Gi holds samples up to 16930Ki; set shmguard.io/sample-size"});
+}
+
+TEST(Formula, SamplesInFlightTheIssueExample) {
+  // The Dataflux job: --num-workers=32 --prefetch-factor=5 --batch-size=128, 3 MB samples.
+  sizing::Params cfg;
+  SizingInput in;
+  in.batch_size = 128;
+  in.num_workers = 32;
+  in.prefetch_factor = 5;
+  auto r = compute_size(in, cfg);
+  EXPECT_EQ(r.bytes, 8 * kGi);
+  EXPECT_EQ(r.warnings, std::vector<std::string>{
+                            "32 workers x prefetch 5 + 2 = 162 batches of 128 = 20736 samples in flight per process; "
+                            "by the formula 8Gi holds samples up to 261Ki; set shmguard.io/sample-size"});
+  // Four processes share it, with NCCL's part: (8Gi - 256Mi - 4 x 64Mi) / (4 x 20736 x 1.5) = 63Ki.
+  in.procs = 4;
+  r = compute_size(in, cfg);
+  EXPECT_EQ(r.warnings.at(0), "32 workers x prefetch 5 + 2 = 162 batches of 128 = 20736 samples in flight per process "
+                              "(4 processes); by the formula 8Gi holds samples up to 63Ki; set shmguard.io/sample-size");
+  // Under a memory limit the default is capped and the hint uses what is really mounted.
+  in.procs = 1;
+  in.memory_limit = 256 * kMi;
+  r = compute_size(in, cfg);
+  EXPECT_EQ(r.bytes, 256 * kMi);
+  EXPECT_EQ(r.warnings.at(0), "32 workers x prefetch 5 + 2 = 162 batches of 128 = 20736 samples in flight per process; "
+                              "by the formula 256Mi leaves no room for samples that large; set shmguard.io/sample-size");
 }
 
 TEST(Formula, DefaultNeverAboveMemoryLimit) {

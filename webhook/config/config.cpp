@@ -151,9 +151,11 @@ Status read_sizing(const YAML::Node& s, SizingConfig& c) {
 
 Status read_selection(const YAML::Node& s, SelectionConfig& c) {
   const std::string sec = "selection";
-  return in_order([&] { return check_keys(s, sec, {"labelKeys", "imageGlobs", "injectInitContainers", "injectEphemeralContainers"}); },
+  return in_order([&] { return check_keys(s, sec, {"labelKeys", "imageGlobs", "commands", "injectInitContainers",
+                                                    "injectEphemeralContainers"}); },
                   [&] { return field(s, sec, "labelKeys", string_list, c.label_keys); },
                   [&] { return field(s, sec, "imageGlobs", string_list, c.image_globs); },
+                  [&] { return field(s, sec, "commands", string_list, c.commands); },
                   [&] { return field(s, sec, "injectInitContainers", boolean, c.inject_init_containers); },
                   [&] { return field(s, sec, "injectEphemeralContainers", boolean, c.inject_ephemeral_containers); });
 }
@@ -169,6 +171,9 @@ Status validate(const Config& c) {
   for (const auto& rule : c.selection.label_keys)
     if (rule.empty() || rule[0] == '=')
       return Status::failure("selection.labelKeys: \"" + rule + "\" has no label key (expected key or key=value)");
+  for (const auto& cmd : c.selection.commands)
+    if (cmd.find_first_not_of(" \t") == std::string::npos)
+      return Status::failure("selection.commands: an empty entry (expected a program, e.g. torchrun or \"accelerate launch\")");
   if (c.sizing.min == 0) return Status::failure("sizing.min: must be greater than 0");
   if (c.sizing.min > c.sizing.max)
     return Status::failure("sizing.min (" + sizing::format_quantity(c.sizing.min) + ") is above sizing.max (" +

@@ -24,6 +24,16 @@ struct SelectionConfig {
   };
   // Globs over the image repository (registry and path, without tag or digest); '*' spans '/'.
   std::vector<std::string> image_globs{"*pytorch*"};
+  // What a regular container runs (command and args, shell scripts included): a line starting one
+  // of these PyTorch launchers or trainers is a training pod. The first word is the program ("python"
+  // stands for any python3.x), the others follow it in order. A Python line passing DataLoader
+  // workers above 0 (--num-workers, --num_workers, --workers) is one too.
+  std::vector<std::string> commands{
+      "torchrun",      "python -m torch.distributed.run", "python -m torch.distributed.launch",
+      "accelerate launch", "deepspeed",                   "dlrover-run",
+      "tune run",      "python -m axolotl.cli.train",     "axolotl train",
+      "composer",
+  };
   bool inject_init_containers = false;
   bool inject_ephemeral_containers = false;
 };

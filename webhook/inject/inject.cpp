@@ -5,6 +5,7 @@
 
 #include "base/assert.h"
 #include "inject/annotations.h"
+#include "inject/command.h"
 #include "inject/json_fields.h"
 #include "inject/procs.h"
 #include "sizing/quantity.h"
@@ -204,8 +205,30 @@ std::optional<std::uint64_t> existing_shm_size(const json* spec, const json& mou
   return std::nullopt;
 }
 
+// The DataLoader settings the command line states, where no annotation gave them (an annotation
+// wins), named in the sizing text.
+void read_command_flags(const json& spec, const config::SelectionConfig& sel, sizing::SizingInput& in,
+                        InjectResult& r) {
+  const LoaderFlags f = loader_flags(command_lines(spec), sel.commands);
+  std::vector<std::string> used;
+  auto take = [&](std::optional<std::uint64_t>& field, const LoaderFlags::Value& v) {
+    if (field || !v.n) return;
+    field = v.n;
+    used.push_back(v.as_written);
+  };
+  take(in.batch_size, f.batch_size);
+  take(in.num_workers, f.num_workers);
+  take(in.prefetch_factor, f.prefetch_factor);
+  for (const auto& w : f.warnings) r.warn(w);
+  if (!used.empty()) {
+    std::string text = "from the command: ";
+    for (std::size_t i = 0; i < used.size(); ++i) text += (i ? ", " : "") + used[i];
+    in.notes.push_back(std::move(text));
+  }
+}
+
 sizing::SizingInput read_sizing(const json* ann, const json& spec, const PodFacts& facts,
-                                const InjectOptions& opts, InjectResult& r) {
+                                const InjectOptions& opts, const config::SelectionConfig& sel, InjectResult& r) {
   sizing::SizingInput in;
   const AnnotationValues a = AnnotationReader{ann, r, in}.read_table();
   in.batch_size = a[kBatchSizeKey];
@@ -215,9 +238,10 @@ sizing::SizingInput read_sizing(const json* ann, const json& spec, const PodFact
   const auto procs_annotation = a[kProcsKey];
   in.explicit_size = a[kSizeKey];
   in.memory_limit = facts.memory_limit;
-  // Only a size from the formula uses procs: elsewhere finding them is work for nothing, and a
-  // warning about them would be noise.
-  if (!sizing::has_formula_inputs(in) || in.explicit_size) return in;
+  if (!in.explicit_size) read_command_flags(spec, sel, in, r);
+  // Only a size from the formula (or the samples-in-flight hint) uses procs: elsewhere finding
+  // them is work for nothing, and a warning about them would be noise.
+  if (!(in.batch_size && in.num_workers) || in.explicit_size) return in;
   auto procs = count_procs(spec, procs_annotation, opts.owner_procs);
   in.procs = procs.count;
   in.procs_source = std::move(procs.source);
@@ -434,8 +458,9 @@ void inject(const json& pod, const config::Config& cfg, const sizing::SizingInpu
 
 InjectResult inject_pod(const json& pod, const config::Config& cfg, const InjectOptions& opts) {
   InjectResult r;
-  auto rec = recognize(pod, cfg.selection, opts.assume_training);
+  auto rec = recognize(pod, cfg.selection, opts.assume_training, opts.mpi_launcher);
   r.because = rec.because;
+  const std::string command_rule = rec.command;
   static_cast<Warnings&>(r) = std::move(rec);
   auto skip = [&r](const char* reason, std::string summary) {
     r.reason = reason;
@@ -456,7 +481,8 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
     r.warn("shmguard left the pod unchanged: " + facts.invalid);
     return skip("invalid-pod", "skipped: " + facts.invalid);
   }
-  const auto in = read_sizing(ann, *spec, facts, opts, r);
+  auto in = read_sizing(ann, *spec, facts, opts, cfg.selection, r);
+  if (!command_rule.empty()) in.notes.push_back("recognised by: " + command_rule);
   if (facts.owned_volume) refresh(pod, spec, cfg, *facts.owned_volume, in, r);
   else if (facts.shm_volume_mount) user_managed(spec, *facts.shm_volume_mount, cfg, in, r);
   else inject(pod, cfg, in, r);

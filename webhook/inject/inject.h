@@ -29,6 +29,7 @@ enum class Action {
 struct InjectOptions {
   bool assume_training = false;  // Kubeflow templates offline: the operator labels pods later
   std::optional<OwnerProcs> owner_procs;  // offline: the owner's nprocPerNode / numProcPerNode
+  bool mpi_launcher = false;  // offline: an MPIJob's Launcher template (the operator labels the pod later)
 };
 
 struct InjectResult : Warnings {  // warnings: recognition's, then the sizing's

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "inject/command.h"
 #include "inject/json_fields.h"
 #include "inject/recognize.h"
 #include "sizing/quantity.h"
@@ -22,6 +23,7 @@ struct Candidate {
   std::string source;  // "torchrun --nproc_per_node", "PET_NPROC_PER_NODE", ...
   std::string where;   // " in container train", for warnings
   std::string raw;     // the value as written (after env references are resolved)
+  std::uint64_t gpus = 0;  // GPUs this source knows of beside the pod's limits (the owner's per node)
 };
 
 // "value" as warnings show it (GCC 12 warns, wrongly, about `"\"" + std::string`: built in steps).
@@ -37,66 +39,77 @@ std::string container_name(const json& c) {
   return n.empty() ? "?" : printable(n);
 }
 
-// Literal env values of a container: what $(NAME) in its command, args and env resolve to.
-std::vector<std::pair<std::string, std::string>> literal_env(const json& c) {
-  std::vector<std::pair<std::string, std::string>> out;
-  const json* env = child(c, "env");
-  if (!env || !env->is_array()) return out;
-  for (const auto& e : *env) {
-    const json* v = child(e, "value");
-    if (v && v->is_string()) out.emplace_back(str_field(e, "name"), v->get<std::string>());
-  }
-  return out;
+// The launchers that start one process per GPU (or per what they are told) in a pod, and the flags
+// that say how many: the source's name is the launcher's and the flag's ("torchrun --nproc_per_node").
+struct LauncherProcs {
+  std::string_view name;                  // as the sizing text names it
+  std::vector<std::string_view> programs; // a word that starts it (a basename, or python's module)
+  std::vector<std::string_view> flags;    // the count
+  std::vector<std::string_view> divisor;  // accelerate: processes over machines
+};
+const std::vector<LauncherProcs>& launcher_table() {
+  static const std::vector<LauncherProcs> table{
+      {"torchrun", {"torchrun", "torch.distributed.run", "torch.distributed.launch", "-mtorch.distributed.run",
+                    "-mtorch.distributed.launch"}, {"--nproc_per_node", "--nproc-per-node"}, {}},
+      {"dlrover-run", {"dlrover-run"}, {"--nproc_per_node", "--nproc-per-node"}, {}},
+      {"accelerate launch", {"accelerate"}, {"--num_processes", "--num-processes"}, {"--num_machines", "--num-machines"}},
+      {"deepspeed", {"deepspeed"}, {"--num_gpus", "--num-gpus"}, {}},
+  };
+  return table;
 }
 
-// "$(N)", "${N}" or "$N" as the whole value, replaced by the container's literal env N; anything
-// else stays as written (and is then warned about as not a number).
-std::string expand(const std::string& raw, const json& container) {
-  std::string name;
-  if (raw.size() > 3 && raw.starts_with("$(") && raw.back() == ')') name = raw.substr(2, raw.size() - 3);
-  else if (raw.size() > 3 && raw.starts_with("${") && raw.back() == '}') name = raw.substr(2, raw.size() - 3);
-  else if (raw.size() > 1 && raw[0] == '$') name = raw.substr(1);
-  if (name.empty()) return raw;
-  for (const auto& [k, v] : literal_env(container))
-    if (k == name) return v;
-  return raw;
-}
-
-bool is_launcher(const std::string& word) {
+const LauncherProcs* launcher_of(const std::string& word) {
   const auto slash = word.rfind('/');
   const std::string base = slash == std::string::npos ? word : word.substr(slash + 1);
-  return base == "torchrun" || word == "torch.distributed.run" || word == "torch.distributed.launch" ||
-         word == "-mtorch.distributed.run" || word == "-mtorch.distributed.launch";
+  for (const auto& l : launcher_table())
+    for (auto p : l.programs)
+      if (base == p || word == p) return &l;
+  return nullptr;
 }
 
-// The --nproc_per_node (--nproc-per-node) a launcher in `words` is given, as a candidate.
+// The value of the first of `flags` after words[i] in the same simple command.
+std::optional<std::pair<std::string_view, std::string>> flag_after(const std::vector<std::string>& words, std::size_t i,
+                                                                   const std::vector<std::string_view>& flags) {
+  for (std::size_t j = i + 1; j < words.size() && words[j] != kSeparator; ++j) {
+    const std::string& w = words[j];
+    for (std::string_view flag : flags) {
+      if (!w.starts_with(flag)) continue;
+      if (w.size() == flag.size() && j + 1 < words.size() && words[j + 1] != kSeparator) return {{flag, words[j + 1]}};
+      if (w.size() > flag.size() && w[flag.size()] == '=') return {{flag, w.substr(flag.size() + 1)}};
+    }
+  }
+  return std::nullopt;
+}
+
+// The process count a launcher in `words` is given, as a candidate.
 std::optional<Candidate> launcher_flag(const std::vector<std::string>& words, const json& container) {
   for (std::size_t i = 0; i < words.size(); ++i) {
-    if (!is_launcher(words[i])) continue;
-    for (std::size_t j = i + 1; j < words.size() && words[j] != kSeparator; ++j) {
-      const std::string& w = words[j];
-      for (std::string_view flag : {"--nproc_per_node", "--nproc-per-node"}) {
-        if (!w.starts_with(flag)) continue;
-        std::string value;
-        if (w.size() == flag.size() && j + 1 < words.size() && words[j + 1] != kSeparator) value = words[j + 1];
-        else if (w.size() > flag.size() && w[flag.size()] == '=') value = w.substr(flag.size() + 1);
-        else continue;
-        return Candidate{"torchrun " + std::string(flag), " in container " + container_name(container),
-                         expand(value, container)};
-      }
+    const LauncherProcs* l = launcher_of(words[i]);
+    if (!l) continue;
+    auto count = flag_after(words, i, l->flags);
+    if (!count) continue;
+    std::string raw = expand_env(count->second, container);
+    std::string source = std::string(l->name) + " " + std::string(count->first);
+    if (auto machines = l->divisor.empty() ? std::nullopt : flag_after(words, i, l->divisor)) {
+      auto n = sizing::parse_count(raw);
+      auto m = sizing::parse_count(expand_env(machines->second, container));
+      source += " / " + std::string(machines->first);
+      if (n && m && *m > 0) raw = std::to_string(*n / *m);
     }
+    return Candidate{source, " in container " + container_name(container), raw};
   }
   return std::nullopt;
 }
 
 std::vector<std::string> command_words(const json& container) {
   std::vector<std::string> words;
-  // Every launcher's name holds "torch": a command without it is not lexed (the admission hot path).
+  // A command that names no launcher is not lexed (the admission hot path).
   bool any = false;
   for (const char* field : {"command", "args"})
     if (const json* list = child(container, field); list && list->is_array())
       for (const auto& item : *list)
-        any = any || (item.is_string() && item.get_ref<const std::string&>().find("torch") != std::string::npos);
+        for (const char* name : {"torch", "dlrover", "accelerate", "deepspeed"})
+          any = any || (item.is_string() && item.get_ref<const std::string&>().find(name) != std::string::npos);
   if (!any) return words;
   for (const char* field : {"command", "args"}) {
     const json* list = child(container, field);
@@ -118,7 +131,7 @@ std::optional<Candidate> env_value(const json& container) {
   for (const auto& e : *env) {
     if (str_field(e, "name") != kEnvName) continue;
     const json* v = child(e, "value");
-    std::string raw = v && v->is_string() ? expand(v->get<std::string>(), container)
+    std::string raw = v && v->is_string() ? expand_env(v->get<std::string>(), container)
                       : child(e, "valueFrom")   ? "(valueFrom)"
                                                 : "";
     return Candidate{std::string(kEnvName), " in container " + container_name(container), raw};
@@ -156,8 +169,8 @@ std::optional<std::uint64_t> resolve(const std::string& raw, std::uint64_t gpus,
   }
   if ((raw == "gpu" || raw == "auto") && gpus > 0) return gpus;
   if (raw == "gpu") why = "means one process per GPU, and the pod has no nvidia.com/gpu limit";
-  else if (raw == "auto" || raw == "cpu")
-    why = "on a pod without GPUs means one process per CPU of the node, unknown at admission";
+  else if (raw == "cpu") why = "means one process per CPU of the node, whatever its GPUs: unknown at admission";
+  else if (raw == "auto") why = "on a pod without GPUs means one process per CPU of the node, unknown at admission";
   else if (raw == "(valueFrom)") why = "comes from valueFrom, unknown at admission";
   else why = "is not a number";
   return std::nullopt;
@@ -220,7 +233,7 @@ ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation
     for (const auto& c : *containers)
       if (auto e = env_value(c)) candidates.push_back(std::move(*e));
   }
-  if (owner) candidates.push_back({owner->field, "", owner->value});
+  if (owner) candidates.push_back({owner->field, "", owner->value, owner->gpus});
   if (gpus.count > 0) candidates.push_back({"nvidia.com/gpu limit", "", std::to_string(gpus.count)});
 
   std::string chosen;
@@ -230,7 +243,7 @@ ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation
   }
   for (const auto& cand : candidates) {
     std::string why;
-    auto n = resolve(cand.raw, gpus.count, why);
+    auto n = resolve(cand.raw, std::max(gpus.count, cand.gpus), why);
     if (!r.source.empty()) {
       // A lower source that would start more processes than shmguard sizes for.
       if (n && *n > r.count)
@@ -241,7 +254,8 @@ ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation
     if (n) {
       r.count = *n;
       r.source = cand.source;
-      if (cand.raw == "gpu" || cand.raw == "auto") r.source += " " + cand.raw + " (the GPU limit)";
+      if (cand.raw == "gpu" || cand.raw == "auto")
+        r.source += " " + cand.raw + (cand.gpus > gpus.count ? " (its GPUs per node)" : " (the GPU limit)");
       continue;
     }
     r.warnings.push_back(cand.source + " \"" + printable(cand.raw) + "\"" + cand.where + " " + why +

@@ -16,6 +16,7 @@ namespace shmguard::inject {
 struct OwnerProcs {
   std::string field;
   std::string value;
+  std::uint64_t gpus = 0;  // GPUs the owner gives each node (TrainJob spec.trainer.resourcesPerNode)
 };
 
 struct ProcsCount {

@@ -1,6 +1,7 @@
 // Training-pod recognition (see recognize.h).
 #include "inject/recognize.h"
 
+#include "inject/command.h"
 #include "inject/json_fields.h"
 #include "base/text.h"
 
@@ -123,9 +124,37 @@ std::string image_rule(const json* spec, const config::SelectionConfig& cfg) {
   return "";
 }
 
+// An MPI job's launcher (the operator's labels, or the caller's knowledge offline) whose containers
+// run mpirun/mpiexec/horovodrun and no PyTorch launcher or Python: it starts the ranks on the
+// workers over ssh and loads no data itself.
+std::string mpi_launcher_rule(const json* labels, const json* spec, const config::SelectionConfig& cfg,
+                              bool mpi_launcher) {
+  if (!spec) return "";
+  if (!mpi_launcher && labels) {
+    for (const char* key : {"training.kubeflow.org/job-role", "training.kubeflow.org/replica-type"}) {
+      auto v = value_text(*labels, key);
+      std::string lower;
+      for (char c : v.value_or("")) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      mpi_launcher = mpi_launcher || lower == "launcher";
+    }
+  }
+  if (!mpi_launcher) return "";
+  const auto lines = command_lines(*spec);
+  bool mpi = false;
+  for (const auto& l : lines) {
+    const auto slash = l.words[0].rfind('/');
+    const std::string prog = slash == std::string::npos ? l.words[0] : l.words[0].substr(slash + 1);
+    if (prog == "mpirun" || prog == "mpiexec" || prog == "horovodrun") mpi = true;
+  }
+  if (!mpi || !launcher_rule(lines, cfg.commands).empty()) return "";
+  for (const auto& l : lines)  // the launcher itself runs Python (not via mpirun): it may load data
+    if (l.words[0].find("python") != std::string::npos) return "";
+  return "MPI launcher: runs only mpirun/mpiexec/horovodrun, which start the ranks on the workers";
+}
+
 }  // namespace
 
-Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool assume_training) {
+Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool assume_training, bool mpi_launcher) {
   Recognition r;
   const json* meta = object_at(pod, "metadata");
   const json* labels = meta ? object_at(*meta, "labels") : nullptr;
@@ -154,12 +183,22 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool 
   // 3. Explicit opt-in or any sizing annotation; then templates known to be training pods.
   if (label_inject == Tri::kTrue) return decide(Verdict::kTraining, "label shmguard.io/inject=true");
   if (ann_inject == Tri::kTrue) return decide(Verdict::kTraining, "annotation shmguard.io/inject=true");
+  // Whatever else is said: an MPI launcher only starts the ranks.
+  if (auto why = mpi_launcher_rule(labels, spec, cfg, mpi_launcher); !why.empty())
+    return decide(Verdict::kNotTraining, why);
   if (auto why = sizing_annotation(annotations); !why.empty()) return decide(Verdict::kTraining, why);
   if (assume_training) return decide(Verdict::kTraining, "template of a training job");
   // 4. Configured labels. 5. Image globs.
   if (auto why = label_rule(labels, cfg); !why.empty()) return decide(Verdict::kTraining, why);
   if (auto why = image_rule(spec, cfg); !why.empty()) return decide(Verdict::kTraining, why);
-  return decide(Verdict::kNotTraining, "no training label, annotation or image");
+  // 6. What it runs: a PyTorch launcher or trainer, or Python with DataLoader workers.
+  if (spec) {
+    if (auto why = launcher_rule(command_lines(*spec), cfg.commands); !why.empty()) {
+      r.command = why;
+      return decide(Verdict::kTraining, "command " + why);
+    }
+  }
+  return decide(Verdict::kNotTraining, "no training label, annotation, image or command");
 }
 
 }  // namespace shmguard::inject

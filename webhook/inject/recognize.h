@@ -27,6 +27,7 @@ struct Warnings {
 struct Recognition : Warnings {
   Verdict verdict = Verdict::kNotTraining;
   std::string because;  // "label training.kubeflow.org/job-name", "image pytorch/pytorch:2.4", ...
+  std::string command;  // when rule 6 decided: "torchrun in args", "--num-workers 32 in command"
 };
 
 
@@ -34,9 +35,10 @@ struct Recognition : Warnings {
 std::string closest_known_key(std::string_view key);
 
 // `assume_training`: the caller knows the template is a training pod (Kubeflow kinds offline);
-// opt-out and hostIPC still win.
+// opt-out and hostIPC still win. `mpi_launcher`: the caller knows it is an MPI job's launcher
+// (MPIJob's Launcher offline); the webhook sees the operator's job-role/replica-type label.
 Recognition recognize(const nlohmann::json& pod, const config::SelectionConfig& cfg,
-                      bool assume_training = false);
+                      bool assume_training = false, bool mpi_launcher = false);
 
 // The repository part of an image reference: tag and digest removed, registry and port kept.
 std::string image_repository(std::string_view image);

@@ -150,7 +150,8 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
   rep.training_kind = ref.training_kind;
   rep.owner_procs = ref.owner_procs;
   const json& tmpl = *ref.node;  // find_templates(doc) found it
-  rep.result = inject::inject_pod(tmpl, cfg_, {.assume_training = ref.training_kind, .owner_procs = ref.owner_procs});
+  rep.result = inject::inject_pod(tmpl, cfg_, {.assume_training = ref.training_kind, .owner_procs = ref.owner_procs,
+                                              .mpi_launcher = is_mpi_launcher(ref)});
   if (opts_.keep_objects) rep.object = tmpl;
   check_annotation_types(tmpl, rep, at.raw.first_line);
   rep.warning_lines = warning_lines(rep, at.raw.first_line);

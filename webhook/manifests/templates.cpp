@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "sizing/quantity.h"
 #include "inject/json_fields.h"
 #include "inject/recognize.h"
 
@@ -51,8 +52,12 @@ std::optional<inject::OwnerProcs> owner_procs(const json& obj, const std::string
     if (auto v = scalar_text(obj, {"spec", "mlPolicy", "torch", "numProcPerNode"}))
       return inject::OwnerProcs{kind + " spec.mlPolicy.torch.numProcPerNode", *v};
   } else if (kind == "TrainJob") {
-    if (auto v = scalar_text(obj, {"spec", "trainer", "numProcPerNode"}))
-      return inject::OwnerProcs{"TrainJob spec.trainer.numProcPerNode", *v};
+    if (auto v = scalar_text(obj, {"spec", "trainer", "numProcPerNode"})) {
+      // auto and gpu count the GPUs the TrainJob gives each node.
+      auto gpus = scalar_text(obj, {"spec", "trainer", "resourcesPerNode", "limits", "nvidia.com/gpu"});
+      auto n = gpus ? sizing::parse_count(*gpus) : std::nullopt;
+      return inject::OwnerProcs{"TrainJob spec.trainer.numProcPerNode", *v, n ? std::min<std::uint64_t>(*n, 1 << 20) : 0};
+    }
   }
   return std::nullopt;
 }
@@ -135,6 +140,10 @@ bool is_training_kind(const std::string& api_version, const std::string& kind) {
   return false;
 }
 
+bool is_mpi_launcher(const TemplateRef& ref) {
+  return ref.training_kind && ref.path.find("mpiReplicaSpecs.Launcher.") != std::string::npos;
+}
+
 json operator_pod(const json& tmpl, const TemplateRef& ref) {
   if (ref.path == "(pod)") return tmpl;
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"spec", tmpl.value("spec", json::object())}};
@@ -145,6 +154,8 @@ json operator_pod(const json& tmpl, const TemplateRef& ref) {
     if (!md.contains("labels") || !md["labels"].is_object()) md["labels"] = json::object();
     if (!md["labels"].contains("training.kubeflow.org/job-name"))
       md["labels"]["training.kubeflow.org/job-name"] = ref.name.empty() ? "job" : ref.name;
+    if (is_mpi_launcher(ref) && !md["labels"].contains("training.kubeflow.org/job-role"))
+      md["labels"]["training.kubeflow.org/job-role"] = "launcher";
   }
   if (ref.training_kind && ref.owner_procs && pod["spec"].contains("containers") && pod["spec"]["containers"].is_array()) {
     for (auto& c : pod["spec"]["containers"]) {

@@ -27,9 +27,12 @@ inline constexpr const char* kTrainerStepLabel = "trainer.kubeflow.org/trainjob-
 // True for kinds whose templates are training pods even before their operator labels them.
 bool is_training_kind(const std::string& api_version, const std::string& kind);
 
+// An MPIJob's launcher template: the mpi-operator labels its pod training.kubeflow.org/job-role=launcher.
+bool is_mpi_launcher(const TemplateRef& ref);
+
 // The pod an operator creates from the template `tmpl` found at `ref`, as the API server sends it
-// for admission: a name, and for Kubeflow training kinds the job-name label and the
-// PET_NPROC_PER_NODE env the operator adds. A whole Pod (`ref.path` "(pod)") is itself.
+// for admission: a name, and for Kubeflow training kinds the job-name label (and a launcher's
+// job-role) and the PET_NPROC_PER_NODE env the operator adds. A whole Pod (`ref.path` "(pod)") is itself.
 nlohmann::json operator_pod(const nlohmann::json& tmpl, const TemplateRef& ref);
 
 // Every pod template in `doc`: a Pod itself, the templates of workload kinds, List items,

@@ -115,6 +115,29 @@ void formula_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
   r.explanation = std::move(e);
 }
 
+// Batch and workers known, the sample size not (a command never states it): what the default holds.
+// "32 workers x prefetch 5 + 2 = 162 batches of 128 = 20736 samples in flight per process; by the
+// formula 8Gi holds samples up to 261Ki; set shmguard.io/sample-size"
+std::string samples_in_flight(const SizingInput& in, const Params& cfg, std::uint64_t size) {
+  Saturating s{kArithmeticLimit};
+  const std::uint64_t prefetch = in.prefetch_factor.value_or(cfg.prefetch_factor);
+  const std::uint64_t procs = in.procs.value_or(1);
+  const std::uint64_t batches = s.add(s.mul(*in.num_workers, prefetch), 2);
+  const std::uint64_t samples = s.mul(batches, *in.batch_size);
+  const std::uint64_t fixed = s.add(cfg.base, procs > 1 ? s.mul(procs, cfg.nccl_per_process) : 0);
+  const std::uint64_t per_sample = s.mul(s.mul(procs, samples), cfg.headroom_milli);
+  std::uint64_t largest = 0;  // floor((size - fixed) / (procs x samples x headroom)), in whole KiB
+  if (size > fixed && per_sample > 0) largest = s.mul(size - fixed, 1000) / per_sample / kKi * kKi;
+  if (s.overflow) largest = 0;
+  std::string w = std::to_string(*in.num_workers) + " workers x prefetch " + std::to_string(prefetch) + " + 2 = " +
+                  std::to_string(batches) + " batches of " + std::to_string(*in.batch_size) + " = " +
+                  std::to_string(samples) + " samples in flight per process";
+  if (procs > 1) w += " (" + std::to_string(procs) + " processes)";
+  w += "; by the formula " + format_quantity(size);
+  w += largest > 0 ? " holds samples up to " + format_quantity(largest) : " leaves no room for samples that large";
+  return w + "; set shmguard.io/sample-size";
+}
+
 // Without batch-size, num-workers and sample-size: the configured default, within the memory limit.
 void default_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
   r.source = SizeSource::kDefault;
@@ -132,6 +155,7 @@ void default_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
     r.bytes = *in.memory_limit;
     r.explanation += " capped at the pod memory limit " + format_quantity(*in.memory_limit);
   }
+  if (in.batch_size && in.num_workers && !in.sample_size) r.warnings.push_back(samples_in_flight(in, cfg, r.bytes));
 }
 
 }  // namespace
@@ -142,6 +166,11 @@ SizingResult compute_size(const SizingInput& in, const Params& cfg) {
   else if (has_formula_inputs(in)) formula_size(in, cfg, r);
   else default_size(in, cfg, r);
   if (!in.ignored.empty() && r.source != SizeSource::kDefault) r.explanation += " (ignored: " + joined(in.ignored) + ")";
+  if (!in.notes.empty()) {
+    std::string notes;
+    for (const auto& n : in.notes) notes += (notes.empty() ? "" : "; ") + n;
+    r.explanation += " (" + notes + ")";
+  }
   if (in.memory_limit && r.bytes > *in.memory_limit) {
     r.exceeds_memory_limit = true;
     // Measured on a real node (tests/node/test_memory_limit.py): the kubelet mounts a Memory

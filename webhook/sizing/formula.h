@@ -46,6 +46,9 @@ struct SizingInput {
   // Annotations that were present but invalid, as "batch-size \"abc\" (not a whole number)":
   // the explanation says they were ignored.
   std::vector<std::string> ignored;
+  // Where inputs came from besides the annotations ("from the command: --batch-size 128", "recognised
+  // by: torchrun in args"): appended to the explanation in parentheses.
+  std::vector<std::string> notes;
 };
 
 enum class SizeSource { kFormula, kExplicit, kDefault };

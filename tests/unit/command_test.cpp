@@ -1,0 +1,113 @@
+// What a container runs: command lines (shell scripts split, wrappers removed), the launcher rule
+// (recognition rule 6) and the DataLoader flags a command states.
+#include "inject/command.h"
+
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+
+using namespace shmguard::inject;
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kDefaults = shmguard::config::SelectionConfig{}.commands;
+
+json spec(json command, json args = nullptr, json env = nullptr) {
+  json c = {{"name", "train"}, {"image", "registry.example/acme/trainer:1"}};
+  if (!command.is_null()) c["command"] = std::move(command);
+  if (!args.is_null()) c["args"] = std::move(args);
+  if (!env.is_null()) c["env"] = std::move(env);
+  return {{"containers", json::array({c})}};
+}
+
+std::string rule(const json& s) { return launcher_rule(command_lines(s), kDefaults); }
+
+}  // namespace
+
+TEST(CommandLines, ShellScriptsSplitIntoTheirCommandsWithWrappersRemoved) {
+  auto lines = command_lines(spec({"/bin/bash", "-lc"}, {"set -e; cd /w && NCCL_DEBUG=INFO exec env A=1 nohup python3 -mfoo x"}));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].words, (std::vector<std::string>{"set", "-e"}));
+  EXPECT_EQ(lines[1].words, (std::vector<std::string>{"cd", "/w"}));
+  EXPECT_EQ(lines[2].words, (std::vector<std::string>{"python3", "-m", "foo", "x"}));
+  EXPECT_EQ(lines[2].field, "args");
+  EXPECT_EQ(lines[2].container_name, "train");
+  // argv is one command line: its words are not lexed again.
+  lines = command_lines(spec({"python", "train.py", "--name", "a b; c"}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].words.back(), "a b; c");
+  EXPECT_EQ(lines[0].field, "command");
+  EXPECT_TRUE(command_lines(spec(nullptr)).empty());
+  EXPECT_TRUE(command_lines(json::object()).empty());
+  EXPECT_TRUE(command_lines({{"containers", "nope"}}).empty());
+}
+
+TEST(LauncherRule, EveryDefaultLauncher) {
+  EXPECT_EQ(rule(spec({"torchrun", "--nproc-per-node=8", "train.py"})), "torchrun in command");
+  EXPECT_EQ(rule(spec({"/usr/local/bin/torchrun"})), "torchrun in command");
+  EXPECT_EQ(rule(spec({"python3.11"}, {"-u", "-m", "torch.distributed.run", "t.py"})),
+            "python -m torch.distributed.run in command");
+  EXPECT_EQ(rule(spec({"python", "-mtorch.distributed.launch", "t.py"})), "python -m torch.distributed.launch in command");
+  EXPECT_EQ(rule(spec(nullptr, {"accelerate", "launch", "--num_processes", "8", "t.py"})), "accelerate launch in args");
+  EXPECT_EQ(rule(spec({"deepspeed", "t.py"})), "deepspeed in command");
+  EXPECT_EQ(rule(spec({"sh", "-c", "dlrover-run --nproc_per_node=2 t.py"})), "dlrover-run in command");
+  EXPECT_EQ(rule(spec({"tune", "run", "lora_finetune_single_device", "--config", "c.yaml"})), "tune run in command");
+  EXPECT_EQ(rule(spec({"bash", "-c"}, {"python -m axolotl.cli.train cfg.yaml"})), "python -m axolotl.cli.train in args");
+  EXPECT_EQ(rule(spec({"axolotl", "train", "cfg.yaml"})), "axolotl train in command");
+  EXPECT_EQ(rule(spec({"composer", "-n", "8", "t.py"})), "composer in command");
+}
+
+TEST(LauncherRule, DataLoaderWorkersOnAPythonLine) {
+  EXPECT_EQ(rule(spec({"python", "t.py", "--num-workers=4"})), "--num-workers 4 in command");
+  EXPECT_EQ(rule(spec({"python3", "t.py", "--num_workers", "$(W)"}, nullptr, json::array({{{"name", "W"}, {"value", "6"}}}))),
+            "--num_workers 6 in command");
+  EXPECT_EQ(rule(spec({"python", "t.py", "--workers", "2"})), "--workers 2 in command");
+  // Zero workers load in the main process: no /dev/shm traffic. Not a number: not a rule.
+  EXPECT_EQ(rule(spec({"python", "t.py", "--num-workers=0"})), "");
+  EXPECT_EQ(rule(spec({"python", "t.py", "--num-workers", "$(UNSET)"})), "");
+  // Not Python, not a launcher: a web server's workers.
+  EXPECT_EQ(rule(spec({"gunicorn", "--workers", "4", "app:app"})), "");
+  EXPECT_EQ(rule(spec({"pythonic-tool", "--workers", "4"})), "");
+  // Look-alikes are not launchers.
+  EXPECT_EQ(rule(spec({"python", "serve.py", "--port", "80"})), "");
+  EXPECT_EQ(rule(spec({"echo", "torchrun"})), "");
+  EXPECT_EQ(rule(spec({"accelerate", "config"})), "");
+}
+
+TEST(LauncherRule, TheListIsConfiguration) {
+  const std::vector<std::string> mine{"nemo-run", "python -m mylab.train"};
+  EXPECT_EQ(launcher_rule(command_lines(spec({"nemo-run", "x"})), mine), "nemo-run in command");
+  EXPECT_EQ(launcher_rule(command_lines(spec({"python", "-m", "mylab.train"})), mine), "python -m mylab.train in command");
+  EXPECT_EQ(launcher_rule(command_lines(spec({"torchrun", "t.py"})), mine), "");
+}
+
+TEST(LoaderFlags, BothSpellingsBothFormsFirstLineThatStatesThem) {
+  auto f = loader_flags(command_lines(spec({"sh", "-c", "pip install x; torchrun t.py --batch_size=32 --num-workers 8 "
+                                                            "--prefetch_factor $(P)"},
+                                           nullptr, json::array({{{"name", "P"}, {"value", "4"}}}))),
+                        kDefaults);
+  EXPECT_EQ(f.batch_size.n, 32u);
+  EXPECT_EQ(f.batch_size.as_written, "--batch_size 32");
+  EXPECT_EQ(f.num_workers.n, 8u);
+  EXPECT_EQ(f.prefetch_factor.n, 4u);
+  EXPECT_EQ(f.prefetch_factor.as_written, "--prefetch_factor 4");
+  EXPECT_TRUE(f.warnings.empty());
+  f = loader_flags(command_lines(spec({"python", "t.py", "--batch-size", "big"})), kDefaults);
+  EXPECT_FALSE(f.batch_size.n);
+  EXPECT_EQ(f.warnings, std::vector<std::string>{
+                            "--batch-size \"big\" in container train is not a whole number; not used for sizing"});
+  // A sidecar's flags are not a DataLoader's.
+  f = loader_flags(command_lines(spec({"gunicorn", "--workers", "4"})), kDefaults);
+  EXPECT_FALSE(f.num_workers.n);
+}
+
+TEST(ExpandEnv, WholeValueReferencesOnly) {
+  const json c = {{"env", json::array({{{"name", "N"}, {"value", "3"}}, {{"name", "F"}, {"valueFrom", json::object()}}})}};
+  EXPECT_EQ(expand_env("$(N)", c), "3");
+  EXPECT_EQ(expand_env("${N}", c), "3");
+  EXPECT_EQ(expand_env("$N", c), "3");
+  EXPECT_EQ(expand_env("$(F)", c), "$(F)");
+  EXPECT_EQ(expand_env("x$(N)", c), "x$(N)");
+  EXPECT_EQ(expand_env("$(N", c), "$(N");
+}

@@ -1,0 +1,216 @@
+// What a container runs (see command.h).
+#include "inject/command.h"
+
+#include <algorithm>
+
+#include "base/text.h"
+#include "inject/json_fields.h"
+#include "inject/procs.h"
+#include "sizing/quantity.h"
+
+namespace shmguard::inject {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kSeparator = ";";  // what shell_words puts between simple commands
+
+std::string basename(const std::string& word) {
+  const auto slash = word.rfind('/');
+  return slash == std::string::npos ? word : word.substr(slash + 1);
+}
+
+bool is_python(const std::string& word) {
+  const std::string b = basename(word);
+  return b.starts_with("python") && b.find_first_not_of("0123456789.", 6) == std::string::npos;
+}
+
+bool is_shell(const std::string& word) {
+  const std::string b = basename(word);
+  return b == "sh" || b == "bash" || b == "dash" || b == "ash" || b == "zsh";
+}
+
+bool is_assignment(const std::string& w) {
+  const auto eq = w.find('=');
+  return eq != std::string::npos && eq > 0 && w[0] != '-' &&
+         w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == eq;
+}
+
+// Words before the program itself: VAR=value, and wrappers that run the rest as a command.
+std::vector<std::string> unwrap(std::vector<std::string> words) {
+  std::size_t i = 0;
+  while (i < words.size()) {
+    const std::string b = basename(words[i]);
+    if (is_assignment(words[i]) || b == "exec" || b == "env" || b == "nohup" || b == "time") ++i;
+    else break;
+  }
+  words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(i));
+  // python -mX is python -m X.
+  if (!words.empty() && is_python(words[0]))
+    for (std::size_t j = 1; j < words.size(); ++j)
+      if (words[j].size() > 2 && words[j].starts_with("-m")) {
+        words.insert(words.begin() + static_cast<std::ptrdiff_t>(j) + 1, words[j].substr(2));
+        words[j] = "-m";
+        break;
+      }
+  return words;
+}
+
+// The simple commands of a shell script, each unwrapped.
+void add_script(const std::string& script, CommandLine proto, std::vector<CommandLine>& out) {
+  std::vector<std::string> cur;
+  auto flush = [&] {
+    if (auto w = unwrap(std::move(cur)); !w.empty()) {
+      proto.words = std::move(w);
+      out.push_back(proto);
+    }
+    cur.clear();
+  };
+  for (auto& w : shell_words(script)) {
+    if (w == kSeparator) flush();
+    else cur.push_back(std::move(w));
+  }
+  flush();
+}
+
+void add_container(const json& c, std::vector<CommandLine>& out) {
+  std::vector<std::string> argv;
+  std::size_t from_command = 0;
+  for (const char* field : {"command", "args"}) {
+    const json* list = child(c, field);
+    if (!list || !list->is_array()) continue;
+    for (const auto& item : *list)
+      if (item.is_string()) argv.push_back(item.get<std::string>());
+    if (std::string_view(field) == "command") from_command = argv.size();
+  }
+  if (argv.empty()) return;
+  CommandLine proto;
+  proto.container = &c;
+  proto.container_name = printable(str_field(c, "name"));
+  // sh -c 'script' (also -lc, -ec, -xc ...): the script's commands.
+  if (is_shell(argv[0])) {
+    for (std::size_t i = 1; i + 1 < argv.size(); ++i) {
+      if (argv[i].size() < 2 || argv[i][0] != '-') break;
+      if (argv[i].find('c') != std::string::npos) {
+        proto.field = i + 1 < from_command ? "command" : "args";
+        add_script(argv[i + 1], proto, out);
+        return;
+      }
+    }
+  }
+  proto.field = from_command > 0 ? "command" : "args";
+  proto.words = unwrap(std::move(argv));
+  if (!proto.words.empty()) out.push_back(std::move(proto));
+}
+
+// The words of `pattern` ("python -m torch.distributed.run") start `line`: its first word is the
+// program (any python3.x for "python"), the others follow it in order, next to each other.
+bool starts(const std::vector<std::string>& line, const std::vector<std::string>& pattern) {
+  if (pattern.empty() || line.empty()) return false;
+  const bool program = pattern[0] == "python" ? is_python(line[0]) : basename(line[0]) == pattern[0];
+  if (!program) return false;
+  if (pattern.size() == 1) return true;
+  auto it = std::search(line.begin() + 1, line.end(), pattern.begin() + 1, pattern.end());
+  return it != line.end();
+}
+
+bool is_launcher_line(const CommandLine& l, const std::vector<std::vector<std::string>>& patterns) {
+  if (l.words.empty()) return false;
+  if (is_python(l.words[0])) return true;
+  return std::any_of(patterns.begin(), patterns.end(), [&](const auto& p) { return starts(l.words, p); });
+}
+
+struct Flag {
+  std::string_view name;
+  LoaderFlags::Value LoaderFlags::*field;
+};
+constexpr Flag kFlags[] = {
+    {"--batch-size", &LoaderFlags::batch_size},       {"--batch_size", &LoaderFlags::batch_size},
+    {"--num-workers", &LoaderFlags::num_workers},     {"--num_workers", &LoaderFlags::num_workers},
+    {"--workers", &LoaderFlags::num_workers},         {"--prefetch-factor", &LoaderFlags::prefetch_factor},
+    {"--prefetch_factor", &LoaderFlags::prefetch_factor},
+};
+
+// The value of `flag` in `words` (`--flag N` or `--flag=N`), env references resolved.
+std::optional<std::string> flag_value(const CommandLine& l, std::string_view flag) {
+  for (std::size_t i = 1; i < l.words.size(); ++i) {
+    const std::string& w = l.words[i];
+    if (!w.starts_with(flag)) continue;
+    if (w.size() == flag.size() && i + 1 < l.words.size()) return expand_env(l.words[i + 1], *l.container);
+    if (w.size() > flag.size() && w[flag.size()] == '=') return expand_env(w.substr(flag.size() + 1), *l.container);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::vector<std::string>> split_patterns(const std::vector<std::string>& launchers) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& l : launchers) out.push_back(shell_words(l));
+  return out;
+}
+
+}  // namespace
+
+std::vector<CommandLine> command_lines(const json& spec) {
+  std::vector<CommandLine> out;
+  const json* containers = child(spec, "containers");
+  if (!containers || !containers->is_array()) return out;
+  for (const auto& c : *containers)
+    if (c.is_object()) add_container(c, out);
+  return out;
+}
+
+std::string expand_env(const std::string& raw, const json& container) {
+  std::string name;
+  if (raw.size() > 3 && raw.starts_with("$(") && raw.back() == ')') name = raw.substr(2, raw.size() - 3);
+  else if (raw.size() > 3 && raw.starts_with("${") && raw.back() == '}') name = raw.substr(2, raw.size() - 3);
+  else if (raw.size() > 1 && raw[0] == '$') name = raw.substr(1);
+  if (name.empty()) return raw;
+  const json* env = child(container, "env");
+  if (!env || !env->is_array()) return raw;
+  for (const auto& e : *env) {
+    const json* v = child(e, "value");
+    if (v && v->is_string() && str_field(e, "name") == name) return v->get<std::string>();
+  }
+  return raw;
+}
+
+std::string launcher_rule(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers) {
+  const auto patterns = split_patterns(launchers);
+  for (const auto& l : lines)
+    for (std::size_t i = 0; i < patterns.size(); ++i)
+      if (starts(l.words, patterns[i])) return printable(launchers[i], 60) + " in " + l.field;
+  for (const auto& l : lines) {
+    if (!is_launcher_line(l, patterns)) continue;
+    for (std::string_view flag : {"--num-workers", "--num_workers", "--workers"}) {
+      auto v = flag_value(l, flag);
+      auto n = v ? sizing::parse_count(*v) : std::nullopt;
+      if (n && *n > 0) return std::string(flag) + " " + std::to_string(*n) + " in " + l.field;
+    }
+  }
+  return "";
+}
+
+LoaderFlags loader_flags(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers) {
+  LoaderFlags f;
+  const auto patterns = split_patterns(launchers);
+  for (const auto& l : lines) {
+    if (!is_launcher_line(l, patterns)) continue;  // a sidecar's `--workers` is not a DataLoader's
+    bool any = false;
+    for (const auto& flag : kFlags) {
+      if ((f.*flag.field).n) continue;
+      auto v = flag_value(l, flag.name);
+      if (!v) continue;
+      if (auto n = sizing::parse_count(*v)) {
+        f.*flag.field = {*n, std::string(flag.name) + " " + std::to_string(*n)};
+        any = true;
+      } else {
+        f.warnings.push_back(std::string(flag.name) + " \"" + printable(*v) + "\" in container " + l.container_name +
+                             " is not a whole number; not used for sizing");
+      }
+    }
+    if (any) break;
+  }
+  return f;
+}
+
+}  // namespace shmguard::inject

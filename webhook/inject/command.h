@@ -1,0 +1,48 @@
+// What a pod's regular containers run, read from command and args (shell `-c` scripts split into
+// their simple commands): which configured PyTorch launcher or trainer starts (recognition rule
+// 6), and the DataLoader flags the command line states (a sizing source after the annotations).
+// Pure: pod spec in, words and findings out.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shmguard::inject {
+
+// One simple command a container runs: its words (env assignments and exec/env/nohup/time
+// wrappers removed), the container, and the field its first word came from.
+struct CommandLine {
+  std::vector<std::string> words;
+  const nlohmann::json* container = nullptr;
+  std::string container_name;
+  std::string field;  // "command" or "args"
+};
+
+std::vector<CommandLine> command_lines(const nlohmann::json& spec);
+
+// "$(N)", "${N}" or "$N" as the whole value, replaced by the container's literal env N; anything
+// else stays as written.
+std::string expand_env(const std::string& raw, const nlohmann::json& container);
+
+// Rule 6: "torchrun in args", "accelerate launch in command", "--num-workers 8 in args", or ""
+// when no line starts a configured launcher (`launchers`: "torchrun", "python -m
+// torch.distributed.run", ...) and no Python command line passes DataLoader workers above 0.
+std::string launcher_rule(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers);
+
+// The DataLoader settings a command line passes (--batch-size/--batch_size, --num-workers/
+// --num_workers/--workers, --prefetch-factor/--prefetch_factor): the first Python or launcher line
+// that states any of them (a sidecar's `gunicorn --workers 4` is not read).
+struct LoaderFlags {
+  struct Value {
+    std::optional<std::uint64_t> n;
+    std::string as_written;  // "--batch-size 128" (env references resolved)
+  };
+  Value batch_size, num_workers, prefetch_factor;
+  std::vector<std::string> warnings;  // a flag whose value is not a number
+};
+LoaderFlags loader_flags(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers);
+
+}  // namespace shmguard::inject
