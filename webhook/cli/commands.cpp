@@ -492,7 +492,7 @@ int run(int argc, char** argv) {
                self == "kubectl-shmguard" ? "kubectl shmguard" : "shmguard"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SHMGUARD_VERSION);
-  app.footer(inject::annotation_help());
+  app.footer(inject::annotation_help() + "\n" + inject::recognition_help(config::SelectionConfig{}));
   Commands c;
   add_serve(app, c);
   add_mutate_and_check(app, c);

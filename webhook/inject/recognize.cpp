@@ -77,6 +77,20 @@ std::string closest_known_key(std::string_view key) {
   return best_d <= 3 ? std::string(best) : std::string();
 }
 
+std::string recognition_help(const config::SelectionConfig& cfg) {
+  auto list = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+    return out;
+  };
+  return "Training pods, besides the annotations (config selection.*; README \"What shmguard does to a pod\"):\n"
+         "  labels (labelKeys)     " + list(cfg.label_keys) + "\n"
+         "  images (imageGlobs)    " + list(cfg.image_globs) + "\n"
+         "  commands (commands)    " + list(cfg.commands) + ";\n"
+         "                         or a Python command line with --num-workers/--num_workers/--workers above 0\n"
+         "  not an MPI launcher that only runs mpirun/mpiexec/horovodrun\n";
+}
+
 std::string image_repository(std::string_view image) {
   if (auto at = image.find('@'); at != std::string_view::npos) image = image.substr(0, at);
   auto slash = image.rfind('/');

@@ -40,6 +40,10 @@ std::string closest_known_key(std::string_view key);
 Recognition recognize(const nlohmann::json& pod, const config::SelectionConfig& cfg,
                       bool assume_training = false, bool mpi_launcher = false);
 
+// --help's list of what makes a training pod beyond the annotations: the label rules, image globs
+// and commands of `cfg` (the defaults, unless a config file says otherwise).
+std::string recognition_help(const config::SelectionConfig& cfg);
+
 // The repository part of an image reference: tag and digest removed, registry and port kept.
 std::string image_repository(std::string_view image);
 
