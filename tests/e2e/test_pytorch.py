@@ -158,3 +158,39 @@ def test_formula_alone_is_enough(webhook, tmp_path):
     code, peak, err = run_workload(size, batch, workers, sample, prefetch, procs)
     assert code == 0, err[-3000:]
     print(f"\nloader term only: {size_text}, peak {peak / MI:.1f} MiB, size/peak {size / peak:.2f}")
+
+
+def test_sized_from_the_commands_flags(webhook, tmp_path):
+    """A pod whose image is named after its product and which carries only the sample size (the one
+    thing a command never states): shmguard reads batch size, workers and prefetch factor from the
+    command, and names them in the sizing text. The command itself then runs in the size chosen, and crashes
+    in the runtime's 64 MiB."""
+    batch, workers, sample, prefetch = 32, 4, 1 * MI, 4
+    args = ["--batch-size", str(batch), "--num-workers", str(workers), "--prefetch-factor", str(prefetch),
+            "--sample-size", str(sample), "--steps", "16", "--step-seconds", "0.25"]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "vision", "annotations": {"shmguard.io/sample-size": "1Mi"}},
+           "spec": {"containers": [{"name": "train", "image": "registry.example/acme/vision-trainer:2",
+                                    "command": ["python3", "/opt/train.py", *args]}]}}
+    webhook_size, offline_size, warnings = size_via_both_paths(webhook, tmp_path, pod)
+    assert webhook_size == offline_size == "1120Mi", (webhook_size, offline_size)  # 864Mi + base 256Mi
+    f = tmp_path / "pod.yaml"
+    f.write_text(yaml.safe_dump(pod))
+    out = json.loads(subprocess.run([BIN, "mutate", "-f", str(f), "-o", "json"], capture_output=True, check=True,
+                                    text=True).stdout)
+    assert out["metadata"]["annotations"]["shmguard.io/sizing"] == (
+        "batch 32 x 1Mi = 32Mi; loader (4 workers x prefetch 4 + 2) x 32Mi = 576Mi; procs 1 (default); need 1 x 576Mi"
+        " x 1.5 + base 256Mi = 1120Mi -> 1120Mi (from the command: --batch-size 32, --num-workers 4, --prefetch-factor 4)")
+    # The loader term alone (min, base and NCCL set to nothing): the command still finishes in it.
+    cfg = tmp_path / "tight.yaml"
+    cfg.write_text("sizing:\n  min: 1Mi\n  base: 0\n  ncclPerProcess: 0\n")
+    tight = json.loads(subprocess.run([BIN, "mutate", "-f", str(f), "-o", "json", "--config", str(cfg)],
+                                      capture_output=True, check=True, text=True).stdout)
+    size = to_bytes(tight["spec"]["volumes"][-1]["emptyDir"]["sizeLimit"])
+    assert size == (workers * prefetch + 2) * batch * sample * 3 // 2  # 864Mi
+    code, peak, err = run_in_private_shm(size, " ".join(args))
+    assert code == 0, err[-3000:]
+    assert peak and peak <= size
+    code64, _, err64 = run_in_private_shm(64 * MI, " ".join(args))
+    assert code64 != 0 and ("Bus error" in err64 or "bus error" in err64), err64[-3000:]
+    print(f"\nsized from the command's flags: {size / MI:.0f} MiB, peak {peak / MI:.1f} MiB")
