@@ -234,3 +234,24 @@ def test_review_names_the_missing_endpoints_when_nothing_answers(tmp_path):
     r = subprocess.run([BIN, "review", "--server", "https://shmguard.team-a.svc:1/mutate", "--ca", str(ca),
                         "--test-pod", "--timeout", "2"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "`kubectl -n team-a get endpoints shmguard`" in r.stderr, r.stderr
+
+
+def test_readme_sizing_figures_are_what_shmguard_writes():
+    """README's worked sizing figures, run: the Troubleshooting line is the sizing text shmguard
+    writes for README's PyTorchJob, and the `shmguard size` command README shows prints the size
+    README gives for it (a once-wrong line said 2717Mi for 8 workers; shmguard says 4481Mi)."""
+    import re
+    readme = (SRC / "README.md").read_text()
+    i = readme.index("Annotate a PyTorchJob")
+    job = re.search(r"```yaml\n(.*?)```", readme[i:], re.S).group(1)
+    out = json.loads(subprocess.run([BIN, "mutate", "-f", "-", "-o", "json"], input=job, capture_output=True,
+                                    text=True, check=True).stdout)
+    sizing = out["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["annotations"]["shmguard.io/sizing"]
+    trouble = readme[readme.index("- **How to read `shmguard.io/sizing`**"):]
+    assert re.search(r"`(batch [^`]*)`", trouble).group(1) == sizing
+    # Every `shmguard size ...` command README shows, with the size README says it prints.
+    sizes = re.findall(r"shmguard size ((?:--[a-z-]+ [^\s`]+ ?)+)[^\n]*\n(?:[^\n]*?)(\d+(?:Mi|Gi))", readme)
+    assert sizes, "README shows no shmguard size command"
+    for args, size in sizes:
+        r = subprocess.run([BIN, "size", *args.split()], capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.splitlines()[0] == size, (args, size, r.stdout, r.stderr)
