@@ -120,12 +120,16 @@ def test_exclude_and_skip_invalid(tmp_path):
     for p in EXAMPLES.iterdir():
         shutil.copy(p, tmp_path)
     (tmp_path / "values.yaml").write_text("- just\n- a list\n")
+    (tmp_path / "helm-values.yaml").write_text("replicaCount: 2\nimage:\n  repository: x\n")  # YAML, not an object
     r = run("check", "-f", str(tmp_path))
     assert r.returncode == 2 and "values.yaml" in r.stderr and r.stdout == ""
     r = run("check", "-f", str(tmp_path), "--skip-invalid")
     assert r.returncode == 1, r.stderr
-    assert "values.yaml: skipped (--skip-invalid)" in r.stderr and "values.yaml: skipped" in r.stdout
-    r = run("check", "-f", str(tmp_path), "--exclude", "values.yaml", "--exclude", "job-*")
+    # Each skip is printed once, in the report.
+    assert (r.stdout + r.stderr).count("/values.yaml: skipped (--skip-invalid)") == 1, r.stdout + r.stderr
+    assert (r.stdout + r.stderr).count("/helm-values.yaml: skipped (--skip-invalid)") == 1, r.stdout + r.stderr
+    assert "helm-values.yaml:1: document 1 is not a Kubernetes object: missing 'kind' key" in r.stdout
+    r = run("check", "-f", str(tmp_path), "--exclude", "*values.yaml", "--exclude", "job-*")
     assert r.returncode == 1 and "bert-finetune" not in r.stdout and "4 pod templates" in r.stdout
 
 

@@ -141,7 +141,7 @@ TEST(Offline, JsonInput) {
 }
 
 TEST(Offline, ErrorsNameFileAndLine) {
-  auto r = run("a: 1\n---\nb: [1,\nc: 2\n");
+  auto r = run("kind: ConfigMap\n---\nb: [1,\nc: 2\n");
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.err.rfind("in.yaml:", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("invalid YAML"), std::string::npos);

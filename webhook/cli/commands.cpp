@@ -274,8 +274,7 @@ int run_check(const ManifestArgs& a) {
     pending.clear();
     if (auto s = process_file(runner, f); !s) {
       if (!a.skip_invalid) return fail(s.error());
-      totals.skipped_files.push_back(f + ": skipped (--skip-invalid): " + s.error());
-      std::cerr << "shmguard: " << totals.skipped_files.back() << "\n";
+      totals.skipped_files.push_back(f + ": skipped (--skip-invalid): " + s.error());  // the report lists it, once
       continue;
     }
     for (auto& r : pending) {

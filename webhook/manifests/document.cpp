@@ -26,6 +26,28 @@ const char* type_name(const YamlNode& n) {
   }
 }
 
+// What a YAML syntax error at `line` (1-based) of `text` most likely is, for the message: an
+// unrendered Helm template, or a tab where YAML wants spaces; "" when neither.
+std::string syntax_hint(const std::string& text, int line) {
+  std::size_t start = 0;
+  for (int n = 1; n < line && start != std::string::npos; ++n) {
+    start = text.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  const std::string here = start == std::string::npos ? "" : text.substr(start, text.find('\n', start) - start);
+  if (here.find("{{") != std::string::npos || text.find("{{") != std::string::npos)
+    return " (this looks like an unrendered Helm template: run `helm template` and check its output)";
+  if (here.find('\t') != std::string::npos) return " (a tab character: YAML indents with spaces only)";
+  return "";
+}
+
+// A mapping's top-level key, or nullptr.
+const YamlNode* key_value(const YamlNode& map, std::string_view key) {
+  for (const auto& [k, v] : map.pairs)
+    if (k && k->kind == YamlNode::Kind::kScalar && k->value == key) return v;
+  return nullptr;
+}
+
 // Leading comment and blank lines of a document (after its "---" line), kept on rewrite.
 std::string leading_comments(const std::string& text, bool& had_separator) {
   std::size_t pos = 0;
@@ -95,7 +117,7 @@ DocumentOutcome DocumentWorker::run(const std::string& file, int index, const Ra
   DocumentOutcome out;
   const Place at{file, raw};
   if (auto parsed = parse_document(raw.text, ydoc_); !parsed) {
-    out.status = Status::failure(at(parsed.line()) + ": " + parsed.error());
+    out.status = Status::failure(at(parsed.line()) + ": " + parsed.error() + syntax_hint(raw.text, parsed.line()));
     return out;
   }
   const YamlNode* node = ydoc_.root;
@@ -106,6 +128,12 @@ DocumentOutcome DocumentWorker::run(const std::string& file, int index, const Ra
   if (node->kind != YamlNode::Kind::kMap) {
     out.status = Status::failure(at(node->line) + ": document " + std::to_string(index) + " is " + type_name(*node) +
                                  ", expected a Kubernetes object (a mapping)");
+    return out;
+  }
+  if (!key_value(*node, "kind")) {  // kubectl and kubeconform refuse it the same way
+    out.status = Status::failure(at(node->line) + ": document " + std::to_string(index) +
+                                 " is not a Kubernetes object: missing 'kind' key (a Helm values file or other "
+                                 "configuration? --exclude it, or check --skip-invalid)");
     return out;
   }
   node_budget_ = node_budget(raw.text);
