@@ -281,3 +281,61 @@ def test_yaml_directives_are_kept_byte_for_byte(tmp_path):
     r = run("mutate", "-f", str(SRC / "examples" / "deployment-web.yaml"), "-f", str(plain))
     assert r.returncode == 0
     assert [d["kind"] for d in yaml.safe_load_all(r.stdout)] == ["Deployment", "ConfigMap"]
+
+
+# A Volcano Job whose worker reuses the master's pod spec through an anchor; each task's own
+# metadata decides. Every combination: the edit is surgical (anchor, flow list and comment kept)
+# only when both templates need the same edit; otherwise exit 2 at the anchor, nothing written.
+ANCHORED_JOB = """apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: vc
+spec:
+  tasks:
+  - name: master
+    template:
+      metadata:
+        annotations: {MASTER}
+      spec: &task-spec
+        containers:
+        - name: c
+          image: registry.example/train:1
+          args: [a, b]  # flow list
+  - name: worker
+    template:
+      metadata:
+        annotations: {WORKER}
+      spec: *task-spec
+"""
+SIZED = '{"shmguard.io/batch-size": "32", "shmguard.io/num-workers": "4", "shmguard.io/sample-size": "SAMPLE"}'
+
+
+@pytest.mark.parametrize("case,master,worker,expect", [
+    ("both-same-size", SIZED.replace("SAMPLE", "1Mi"), SIZED.replace("SAMPLE", "1Mi"), "surgical"),
+    ("different-sizes", SIZED.replace("SAMPLE", "1Mi"), SIZED.replace("SAMPLE", "8Mi"), "refused"),
+    ("one-not-training", '{"shmguard.io/inject": "true"}', "{}", "refused"),
+    ("one-opted-out", '{"shmguard.io/inject": "true"}', '{"shmguard.io/inject": "false"}', "refused"),
+])
+def test_anchor_shared_by_templates_every_combination(tmp_path, case, master, worker, expect):
+    text = ANCHORED_JOB.replace("{MASTER}", master).replace("{WORKER}", worker)
+    f = tmp_path / "job.yaml"
+    f.write_text(text)
+    anchor_line = text.splitlines().index("      spec: &task-spec") + 1
+    for args in (["mutate", "-f", str(f)], ["mutate", "-i", "-f", str(f)]):
+        r = subprocess.run([BIN, *args], capture_output=True, text=True)
+        if expect == "surgical":
+            assert r.returncode == 0, r.stderr
+            if "-i" in args:
+                out = f.read_text()
+                f.write_text(text)
+            else:
+                out = r.stdout
+            assert "spec: &task-spec" in out and "spec: *task-spec" in out and "args: [a, b]  # flow list" in out, out
+            assert out.count("sizeLimit: 1Gi") == 1 and "re-emitted" not in r.stderr, out + r.stderr
+        else:
+            assert r.returncode == 2, (case, args, r.stdout, r.stderr)
+            assert f"{f}:{anchor_line}: " in r.stderr and "nothing was written" in r.stderr, r.stderr
+            assert f.read_text() == text, "the file was changed"
+    if expect == "refused":
+        r = subprocess.run([BIN, "mutate", "--allow-reformat", "-f", str(f)], capture_output=True, text=True)
+        assert r.returncode == 0 and "&task-spec" not in r.stdout, r.stderr

@@ -41,6 +41,33 @@ std::string syntax_hint(const std::string& text, int line) {
   return "";
 }
 
+// The line of the first anchored node on the way from `root` down JSON pointer `pointer` (below the
+// root itself), or 0: where an edit through that pointer changes what an alias elsewhere shares.
+int anchored_line_on(const YamlNode* root, const std::string& pointer) {
+  const YamlNode* cur = root;
+  std::size_t pos = 1;
+  while (cur && pos <= pointer.size() && !pointer.empty()) {
+    auto next = pointer.find('/', pos);
+    std::string token = pointer.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    for (std::size_t i; (i = token.find("~1")) != std::string::npos;) token.replace(i, 2, "/");
+    for (std::size_t i; (i = token.find("~0")) != std::string::npos;) token.replace(i, 2, "~");
+    const YamlNode* child = nullptr;
+    if (cur->kind == YamlNode::Kind::kMap) {
+      for (const auto& [k, v] : cur->pairs)
+        if (k && k->kind == YamlNode::Kind::kScalar && k->value == token) child = v;
+    } else if (cur->kind == YamlNode::Kind::kSequence && !token.empty() &&
+               token.find_first_not_of("0123456789") == std::string::npos && token.size() < 10) {
+      const std::size_t idx = std::stoul(token);
+      if (idx < cur->items.size()) child = cur->items[idx];
+    }
+    if (child && child->anchored) return child->line;
+    cur = child;
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return 0;
+}
+
 // A mapping's top-level key, or nullptr.
 const YamlNode* key_value(const YamlNode& map, std::string_view key) {
   for (const auto& [k, v] : map.pairs)
@@ -251,8 +278,18 @@ Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, json& 
   doc.patch_inplace(combined);  // `doc` is not needed unpatched any more
   if (auto parsed = parse_document(*edit, check_doc_); !parsed)
     return Result<std::string>::failure("the edited text does not parse: " + parsed.error());
-  if (!equals_json(check_doc_.root, doc, node_budget(*edit)))
+  if (!equals_json(check_doc_.root, doc, node_budget(*edit))) {
+    // With aliases, the likely cause: an edited template reaches an anchored node that a place
+    // shmguard leaves alone (or edits differently) shares. Re-emitting would expand the anchor.
+    if (ydoc_.has_aliases)
+      for (const auto& op : combined)
+        if (int line = anchored_line_on(ydoc_.root, op["path"].get<std::string>()); line > 0)
+          return Result<std::string>::failure(
+              "an anchored node here is shared through an alias with a template shmguard does not change the same "
+              "way (not a training pod, opted out, or another size): editing it would change that one too",
+              line);
     return Result<std::string>::failure("the edited text does not read back as the patched object");
+  }
   return edit;
 }
 
