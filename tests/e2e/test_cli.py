@@ -255,3 +255,14 @@ def test_readme_sizing_figures_are_what_shmguard_writes():
     for args, size in sizes:
         r = subprocess.run([BIN, "size", *args.split()], capture_output=True, text=True)
         assert r.returncode == 0 and r.stdout.splitlines()[0] == size, (args, size, r.stdout, r.stderr)
+
+
+def test_check_needs_files_one_way_or_the_other():
+    """`-f FILE` and a positional FILE are one option: --help does not mark both REQUIRED, and a
+    check without either says what to give."""
+    r = subprocess.run([BIN, "check", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "REQUIRED" not in r.stdout, r.stdout
+    assert "-j,--jobs UINT=0            threads working on documents (0: one per core); output is the same for any" \
+        in r.stdout, r.stdout
+    r = subprocess.run([BIN, "check"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr == "shmguard: check: give the manifests to check: -f FILE|DIR|- (or FILE ...)\n"

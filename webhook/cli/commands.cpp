@@ -251,6 +251,7 @@ int run_mutate(ManifestArgs a) {
 }
 
 int run_check(const ManifestArgs& a) {
+  if (a.files.empty()) return fail("check: give the manifests to check: -f FILE|DIR|- (or FILE ...)");
   auto cfg = load_config(a.config_file);
   if (!cfg) return fail(cfg.error());
   auto fail_on = parse_fail_on(a.fail_on);
@@ -377,7 +378,9 @@ void add_mutate_and_check(CLI::App& app, Commands& c) {
   c.mutate->add_option("-j,--jobs", c.mutate_args.jobs, "threads working on documents (0: one per core); output is the same for any")
       ->capture_default_str();
   c.check = app.add_subcommand("check", "Exit 1 if a training pod template lacks the /dev/shm it needs");
-  c.check->add_option("-f,--filename,files", c.check_args.files, "file, directory or - for stdin (repeatable)")->required();
+  // Needed once, either way: CLI11 would mark both spellings REQUIRED, as if both were.
+  c.check->add_option("-f,--filename,files", c.check_args.files,
+                      "file, directory or - for stdin (repeatable; -f FILE or FILE, at least one is needed)");
   c.check->add_option("-o,--output", c.check_args.output, "text, json, junit, sarif or github")
       ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}));
   c.check->add_option("--fail-on", c.check_args.fail_on, "findings that fail the run: missing,too-small,stale,warning,rejected or none")
