@@ -113,3 +113,19 @@ def test_shm_size_without_root_is_a_clear_error():
     r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", BIN, "observe",
                         "--shm-size", "1Gi", "--", "true"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "--shm-size needs root" in r.stderr, r.stderr
+
+
+def test_a_failed_run_or_one_without_shm_proposes_nothing():
+    """A run that fails measured something other than the job, and one that never touched /dev/shm
+    gives nothing to size from: no annotations (a sample-size of 0 would be refused), the status said."""
+    r = run("--batch-size", "8", "--num-workers", "2", "--", "sh", "-c", "exit 3")
+    assert r.returncode == 3
+    assert "  the command exited with status 3: no annotations proposed (measure a run that succeeds)\n" in r.stderr
+    assert "shmguard.io/" not in r.stderr, r.stderr
+    r = run("--batch-size", "8", "--num-workers", "2", "--", "true")
+    assert r.returncode == 0 and "the command never used /dev/shm: no annotations proposed" in r.stderr, r.stderr
+    assert "sample-size" not in r.stderr, r.stderr
+    r = run("-o", "json", "--report", "-", "--", "false")
+    rep = json.loads(r.stdout)
+    assert rep["exitCode"] == 1 and rep["annotations"] == "" and "recommendedSize" not in rep
+    assert rep["noProposal"] == "the command exited with status 1: no annotations proposed (measure a run that succeeds)"

@@ -182,9 +182,13 @@ void render(std::ostream& os, const ObserveArgs& a, const ObserveReport& r, cons
                         {"intervalMs", a.interval_ms},
                         {"exitCode", r.exit_code},
                         {"busError", r.bus_error},
-                        {"recommendedSize", sizing::format_quantity(r.recommended)},
-                        {"recommendedBytes", r.recommended},
                         {"annotations", r.yaml}};
+    if (r.no_proposal.empty()) {
+      j["recommendedSize"] = sizing::format_quantity(r.recommended);
+      j["recommendedBytes"] = r.recommended;
+    } else {
+      j["noProposal"] = r.no_proposal;
+    }
     if (r.signal) j["signal"] = r.signal;
     if (r.shm_total) j["shmSizeBytes"] = *r.shm_total;
     if (r.sample_size) j["sampleSizeBytes"] = *r.sample_size;
@@ -202,6 +206,10 @@ void render(std::ostream& os, const ObserveArgs& a, const ObserveReport& r, cons
     os << ".\n  Run it again with a larger --shm-size (e.g. --shm-size "
        << sizing::format_quantity(round_up(std::max<std::uint64_t>(r.shm_total.value_or(r.peak) * 4, sizing::kGi), sizing::kGi))
        << ") to measure what it needs.\n";
+    return;
+  }
+  if (!r.no_proposal.empty()) {
+    os << "  " << r.no_proposal << "\n";
     return;
   }
   os << "  covers it: shmguard.io/size " << sizing::format_quantity(r.recommended) << " (peak x headroom "
@@ -231,6 +239,18 @@ void conclude(const ObserveArgs& a, const config::Config& cfg, const Counts& n, 
   sizing::Saturating s{sizing::kArithmeticLimit};  // a measured peak is far below it
   const std::uint64_t scaled = sizing::with_headroom(s, r.peak, cfg.sizing.headroom_milli);
   r.recommended = std::max(round_up(scaled, sizing::kMi), cfg.sizing.min);
+  // A run that failed measured something else than the job; one that never touched /dev/shm gives
+  // nothing to size from (a sample size of 0 would be refused).
+  if (r.exit_code != 0 && !r.bus_error) {
+    r.no_proposal = "the command exited with status " + std::to_string(r.exit_code) +
+                    ": no annotations proposed (measure a run that succeeds)";
+    return;
+  }
+  if (r.peak == 0 && !r.bus_error) {
+    r.no_proposal = "the command never used /dev/shm: no annotations proposed (a DataLoader with num_workers > 0 "
+                    "uses it; with 0 workers the default 64 MiB is enough)";
+    return;
+  }
   std::ostringstream y;
   y << "metadata:\n  annotations:\n";
   if (!a.batch.empty()) {

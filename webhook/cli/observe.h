@@ -35,6 +35,7 @@ struct ObserveReport {
   std::uint64_t recommended = 0;    // shmguard.io/size that covers the peak
   std::optional<std::uint64_t> sample_size;  // bytes per sample the peak implies
   std::string yaml;                 // the annotations to paste into a pod template
+  std::string no_proposal;          // why no annotations are proposed (a failed run, no /dev/shm use)
 };
 
 int run_observe(const ObserveArgs& a);
