@@ -2,6 +2,7 @@
 skip silently (permission cases run as the unprivileged user `nobody`); templates sharing a YAML
 anchor; nesting far past the limit; annotation values that are not strings; YAML directives.
 Every case runs the binary on real files and checks the bytes, inodes and owners it leaves."""
+import json
 import os
 import pwd
 import shutil
@@ -254,6 +255,10 @@ def test_annotation_values_must_be_strings(tmp_path):
     assert (f"{f}:6: error: annotation shmguard.io/batch-size: 64 is a number; kubectl would reject it "
             "(annotation values must be strings): quote it") in r.stdout
     assert f"{f}:9: warning: annotation team/flag: true is a bool" in r.stdout
+    # The refused value is not sized by: the pod a cluster accepts cannot carry it.
+    assert f"{f}:1 Pod/p (pod) -> would inject 8Gi" in r.stdout, r.stdout
+    item = json.loads(run("check", "-f", str(f), "-o", "json").stdout)["items"][0]
+    assert item["sizing"] == "no batch-size annotation; default 8Gi", item
     assert run("check", "-f", str(f), "--fail-on", "none").returncode == 0
     r = run("mutate", "-i", "-f", str(f))
     assert r.returncode == 2 and f"{f}:6: annotation shmguard.io/batch-size: 64 is a number" in r.stderr
@@ -261,6 +266,7 @@ def test_annotation_values_must_be_strings(tmp_path):
     f.write_text(src.replace("batch-size: 64", 'batch-size: "64"'))
     r = run("check", "-f", str(f), "--fail-on", "rejected")
     assert r.returncode == 0, r.stdout
+    assert f"{f}:1 Pod/p (pod) -> would inject 1216Mi" in r.stdout, r.stdout  # quoted, it sizes
 
 
 def test_yaml_directives_are_kept_byte_for_byte(tmp_path):

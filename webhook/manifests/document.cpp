@@ -205,8 +205,22 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
   rep.training_kind = ref.training_kind;
   rep.owner_procs = ref.owner_procs;
   const json& tmpl = *ref.node;  // find_templates(doc) found it
-  rep.result = inject::inject_pod(tmpl, cfg_, {.assume_training = ref.training_kind, .owner_procs = ref.owner_procs,
-                                              .mpi_launcher = is_mpi_launcher(ref)});
+  // A shmguard.io/ annotation the API server would refuse (a number or bool) is a finding, and is
+  // not sized by: the pod that reaches a cluster cannot carry it.
+  json accepted;
+  const json* md = inject::object_at(tmpl, "metadata");
+  const json* ann = md ? inject::object_at(*md, "annotations") : nullptr;
+  if (ann && std::any_of(ann->items().begin(), ann->items().end(), [](const auto& kv) {
+        return kv.key().starts_with("shmguard.io/") && (kv.value().is_number() || kv.value().is_boolean());
+      })) {
+    accepted = tmpl;
+    json& a = accepted["metadata"]["annotations"];
+    for (auto it = a.begin(); it != a.end();)
+      it = it.key().starts_with("shmguard.io/") && (it->is_number() || it->is_boolean()) ? a.erase(it) : std::next(it);
+  }
+  rep.result = inject::inject_pod(accepted.is_null() ? tmpl : accepted, cfg_,
+                                  {.assume_training = ref.training_kind, .owner_procs = ref.owner_procs,
+                                   .mpi_launcher = is_mpi_launcher(ref)});
   if (opts_.keep_objects) rep.object = tmpl;
   check_annotation_types(tmpl, rep, at.raw.first_line);
   rep.warning_lines = warning_lines(rep, at.raw.first_line);
@@ -229,8 +243,8 @@ std::vector<int> DocumentWorker::warning_lines(const TemplateReport& rep, int fi
 }
 
 // Annotation values must be strings; YAML reads `64` and `true` as a number and a bool, and the
-// API server refuses the object. A shmguard.io one is a finding (its value is what shmguard sized
-// by), any other a warning.
+// API server refuses the object. A shmguard.io one is a finding (and was left out of the sizing),
+// any other a warning.
 void DocumentWorker::check_annotation_types(const json& tmpl, TemplateReport& rep, int first_line) const {
   const json* md = inject::object_at(tmpl, "metadata");
   const json* ann = md ? inject::object_at(*md, "annotations") : nullptr;
