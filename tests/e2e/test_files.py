@@ -345,3 +345,17 @@ def test_anchor_shared_by_templates_every_combination(tmp_path, case, master, wo
     if expect == "refused":
         r = subprocess.run([BIN, "mutate", "--allow-reformat", "-f", str(f)], capture_output=True, text=True)
         assert r.returncode == 0 and "&task-spec" not in r.stdout, r.stderr
+
+
+def test_a_key_given_twice_is_warned_about_with_its_lines(tmp_path):
+    """kubectl keeps the last of two equal keys without a word (one of two commands is lost);
+    shmguard reads it the same way and says so, at the repeat's line, in the file's numbering."""
+    f = tmp_path / "dup.yaml"
+    f.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n"
+                 "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: train\n"
+                 "    image: pytorch/pytorch\n    command: [python, a.py]\n    command: [python, b.py]\n")
+    r = run("check", "-f", str(f), "--fail-on", "warning")
+    assert r.returncode == 1
+    assert (f'{f}:14: warning: key "command" given twice in one mapping (also at line 13): kubectl keeps this '
+            "last value and drops the first") in r.stdout, r.stdout
+    assert "1 warning" in run("check", "-f", str(f)).stdout

@@ -68,6 +68,33 @@ int anchored_line_on(const YamlNode* root, const std::string& pointer) {
   return 0;
 }
 
+// Keys written twice in one mapping at or below `node`: kubectl keeps the last value without a word
+// (and so does shmguard), so the first is lost. (line of the repeat, message), each once; the walk
+// stops after `budget` nodes (aliases may revisit a subtree).
+void duplicate_keys(const YamlNode* node, int first_line, std::size_t& budget,
+                    std::vector<std::pair<int, std::string>>& out) {
+  if (!node || budget == 0) return;
+  --budget;
+  if (node->kind == YamlNode::Kind::kMap) {
+    for (std::size_t i = 0; i < node->pairs.size(); ++i) {
+      const YamlNode* k = node->pairs[i].first;
+      if (k && k->kind == YamlNode::Kind::kScalar)
+        for (std::size_t j = 0; j < i; ++j) {
+          const YamlNode* earlier = node->pairs[j].first;
+          if (!earlier || earlier->kind != YamlNode::Kind::kScalar || earlier->value != k->value) continue;
+          std::string msg = "key \"" + printable(k->value, 80) + "\" given twice in one mapping (also at line " +
+                            std::to_string(first_line + earlier->line - 1) + "): kubectl keeps this last value and drops the first";
+          if (std::none_of(out.begin(), out.end(), [&](const auto& o) { return o.first == k->line; }))
+            out.emplace_back(k->line, std::move(msg));
+          break;
+        }
+      duplicate_keys(node->pairs[i].second, first_line, budget, out);
+    }
+  } else if (node->kind == YamlNode::Kind::kSequence) {
+    for (const YamlNode* item : node->items) duplicate_keys(item, first_line, budget, out);
+  }
+}
+
 // A mapping's top-level key, or nullptr.
 const YamlNode* key_value(const YamlNode& map, std::string_view key) {
   for (const auto& [k, v] : map.pairs)
@@ -224,6 +251,13 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
   if (opts_.keep_objects) rep.object = tmpl;
   check_annotation_types(tmpl, rep, at.raw.first_line);
   rep.warning_lines = warning_lines(rep, at.raw.first_line);
+  std::size_t budget = node_budget_;
+  std::vector<std::pair<int, std::string>> dups;
+  duplicate_keys(tnode, at.raw.first_line, budget, dups);
+  for (auto& [line, msg] : dups) {  // the line is the repeat's own, not an annotation's
+    rep.result.warn(std::move(msg));
+    rep.warning_lines.push_back(at.raw.first_line + line - 1);
+  }
   return rep;
 }
 
