@@ -41,33 +41,6 @@ std::string syntax_hint(const std::string& text, int line) {
   return "";
 }
 
-// The line of the first anchored node on the way from `root` down JSON pointer `pointer` (below the
-// root itself), or 0: where an edit through that pointer changes what an alias elsewhere shares.
-int anchored_line_on(const YamlNode* root, const std::string& pointer) {
-  const YamlNode* cur = root;
-  std::size_t pos = 1;
-  while (cur && pos <= pointer.size() && !pointer.empty()) {
-    auto next = pointer.find('/', pos);
-    std::string token = pointer.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-    for (std::size_t i; (i = token.find("~1")) != std::string::npos;) token.replace(i, 2, "/");
-    for (std::size_t i; (i = token.find("~0")) != std::string::npos;) token.replace(i, 2, "~");
-    const YamlNode* child = nullptr;
-    if (cur->kind == YamlNode::Kind::kMap) {
-      for (const auto& [k, v] : cur->pairs)
-        if (k && k->kind == YamlNode::Kind::kScalar && k->value == token) child = v;
-    } else if (cur->kind == YamlNode::Kind::kSequence && !token.empty() &&
-               token.find_first_not_of("0123456789") == std::string::npos && token.size() < 10) {
-      const std::size_t idx = std::stoul(token);
-      if (idx < cur->items.size()) child = cur->items[idx];
-    }
-    if (child && child->anchored) return child->line;
-    cur = child;
-    if (next == std::string::npos) break;
-    pos = next + 1;
-  }
-  return 0;
-}
-
 // Keys written twice in one mapping at or below `node`: kubectl keeps the last value without a word
 // (and so does shmguard), so the first is lost. (line of the repeat, message), each once; the walk
 // stops after `budget` nodes (aliases may revisit a subtree).
@@ -93,13 +66,6 @@ void duplicate_keys(const YamlNode* node, int first_line, std::size_t& budget,
   } else if (node->kind == YamlNode::Kind::kSequence) {
     for (const YamlNode* item : node->items) duplicate_keys(item, first_line, budget, out);
   }
-}
-
-// A mapping's top-level key, or nullptr.
-const YamlNode* key_value(const YamlNode& map, std::string_view key) {
-  for (const auto& [k, v] : map.pairs)
-    if (k && k->kind == YamlNode::Kind::kScalar && k->value == key) return v;
-  return nullptr;
 }
 
 // Leading comment and blank lines of a document (after its "---" line), kept on rewrite.
@@ -184,7 +150,7 @@ DocumentOutcome DocumentWorker::run(const std::string& file, int index, const Ra
                                  ", expected a Kubernetes object (a mapping)");
     return out;
   }
-  if (!key_value(*node, "kind")) {  // kubectl and kubeconform refuse it the same way
+  if (!resolve(node, "/kind")) {  // kubectl and kubeconform refuse it the same way
     out.status = Status::failure(at(node->line) + ": document " + std::to_string(index) +
                                  " is not a Kubernetes object: missing 'kind' key (a Helm values file or other "
                                  "configuration? --exclude it, or check --skip-invalid)");
@@ -330,12 +296,15 @@ Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, json& 
     // With aliases, the likely cause: an edited template reaches an anchored node that a place
     // shmguard leaves alone (or edits differently) shares. Re-emitting would expand the anchor.
     if (ydoc_.has_aliases)
-      for (const auto& op : combined)
-        if (int line = anchored_line_on(ydoc_.root, op["path"].get<std::string>()); line > 0)
+      for (const auto& op : combined) {
+        const YamlNode* anchor = nullptr;  // the first anchored node on the op's way down
+        resolve(ydoc_.root, op["path"].get<std::string>(), &anchor);
+        if (anchor && anchor != ydoc_.root)
           return Result<std::string>::failure(
               "an anchored node here is shared through an alias with a template shmguard does not change the same "
               "way (not a training pod, opted out, or another size): editing it would change that one too",
-              line);
+              anchor->line);
+      }
     return Result<std::string>::failure("the edited text does not read back as the patched object");
   }
   return edit;
