@@ -15,18 +15,13 @@ using nlohmann::json;
 
 constexpr std::string_view kSeparator = ";";  // what shell_words puts between simple commands
 
-std::string basename(const std::string& word) {
-  const auto slash = word.rfind('/');
-  return slash == std::string::npos ? word : word.substr(slash + 1);
-}
-
 bool is_python(const std::string& word) {
-  const std::string b = basename(word);
+  const std::string b = program_name(word);
   return b.starts_with("python") && b.find_first_not_of("0123456789.", 6) == std::string::npos;
 }
 
 bool is_shell(const std::string& word) {
-  const std::string b = basename(word);
+  const std::string b = program_name(word);
   return b == "sh" || b == "bash" || b == "dash" || b == "ash" || b == "zsh";
 }
 
@@ -40,7 +35,7 @@ bool is_assignment(const std::string& w) {
 std::vector<std::string> unwrap(std::vector<std::string> words) {
   std::size_t i = 0;
   while (i < words.size()) {
-    const std::string b = basename(words[i]);
+    const std::string b = program_name(words[i]);
     if (is_assignment(words[i]) || b == "exec" || b == "env" || b == "nohup" || b == "time") ++i;
     else break;
   }
@@ -107,7 +102,7 @@ void add_container(const json& c, std::vector<CommandLine>& out) {
 // program (any python3.x for "python"), the others follow it in order, next to each other.
 bool starts(const std::vector<std::string>& line, const std::vector<std::string>& pattern) {
   if (pattern.empty() || line.empty()) return false;
-  const bool program = pattern[0] == "python" ? is_python(line[0]) : basename(line[0]) == pattern[0];
+  const bool program = pattern[0] == "python" ? is_python(line[0]) : program_name(line[0]) == pattern[0];
   if (!program) return false;
   if (pattern.size() == 1) return true;
   auto it = std::search(line.begin() + 1, line.end(), pattern.begin() + 1, pattern.end());
@@ -131,15 +126,10 @@ constexpr Flag kFlags[] = {
     {"--prefetch_factor", &LoaderFlags::prefetch_factor},
 };
 
-// The value of `flag` in `words` (`--flag N` or `--flag=N`), env references resolved.
+// The value of `flag` on a command line, env references resolved.
 std::optional<std::string> flag_value(const CommandLine& l, std::string_view flag) {
-  for (std::size_t i = 1; i < l.words.size(); ++i) {
-    const std::string& w = l.words[i];
-    if (!w.starts_with(flag)) continue;
-    if (w.size() == flag.size() && i + 1 < l.words.size()) return expand_env(l.words[i + 1], *l.container);
-    if (w.size() > flag.size() && w[flag.size()] == '=') return expand_env(w.substr(flag.size() + 1), *l.container);
-  }
-  return std::nullopt;
+  auto v = flag_in(l.words, 1, flag);
+  return v ? std::optional<std::string>(expand_env(*v, *l.container)) : std::nullopt;
 }
 
 std::vector<std::vector<std::string>> split_patterns(const std::vector<std::string>& launchers) {
@@ -149,6 +139,32 @@ std::vector<std::vector<std::string>> split_patterns(const std::vector<std::stri
 }
 
 }  // namespace
+
+std::string program_name(const std::string& word) {
+  const auto slash = word.rfind('/');
+  return slash == std::string::npos ? word : word.substr(slash + 1);
+}
+
+std::optional<std::string> flag_in(const std::vector<std::string>& words, std::size_t from, std::string_view flag) {
+  for (std::size_t i = from; i < words.size() && words[i] != kSeparator; ++i) {
+    const std::string& w = words[i];
+    if (!w.starts_with(flag)) continue;
+    if (w.size() == flag.size() && i + 1 < words.size() && words[i + 1] != kSeparator) return words[i + 1];
+    if (w.size() > flag.size() && w[flag.size()] == '=') return w.substr(flag.size() + 1);
+  }
+  return std::nullopt;
+}
+
+bool runs_only_mpi(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers) {
+  const auto patterns = split_patterns(launchers);
+  bool mpi = false;
+  for (const auto& l : lines) {
+    const std::string prog = program_name(l.words[0]);
+    if (prog == "mpirun" || prog == "mpiexec" || prog == "horovodrun") mpi = true;
+    else if (is_launcher_line(l, patterns)) return false;  // Python or a launcher of its own
+  }
+  return mpi;
+}
 
 std::vector<CommandLine> command_lines(const json& spec) {
   std::vector<CommandLine> out;

@@ -23,6 +23,13 @@ struct CommandLine {
 
 std::vector<CommandLine> command_lines(const nlohmann::json& spec);
 
+// A command word's program: "/usr/local/bin/torchrun" -> "torchrun".
+std::string program_name(const std::string& word);
+
+// The value `flag` is given in words[from..] (`--flag N` or `--flag=N`), stopping at a ";" word
+// (shell_words' separator), as written.
+std::optional<std::string> flag_in(const std::vector<std::string>& words, std::size_t from, std::string_view flag);
+
 // "$(N)", "${N}" or "$N" as the whole value, replaced by the container's literal env N; anything
 // else stays as written.
 std::string expand_env(const std::string& raw, const nlohmann::json& container);
@@ -31,6 +38,10 @@ std::string expand_env(const std::string& raw, const nlohmann::json& container);
 // when no line starts a configured launcher (`launchers`: "torchrun", "python -m
 // torch.distributed.run", ...) and no Python command line passes DataLoader workers above 0.
 std::string launcher_rule(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers);
+
+// An MPI launcher's containers: some line starts mpirun/mpiexec/horovodrun, and none starts a
+// configured launcher or Python itself (Python started by mpirun runs on the workers).
+bool runs_only_mpi(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers);
 
 // The DataLoader settings a command line passes (--batch-size/--batch_size, --num-workers/
 // --num_workers/--workers, --prefetch-factor/--prefetch_factor): the first Python or launcher line

@@ -59,25 +59,18 @@ const std::vector<LauncherProcs>& launcher_table() {
 }
 
 const LauncherProcs* launcher_of(const std::string& word) {
-  const auto slash = word.rfind('/');
-  const std::string base = slash == std::string::npos ? word : word.substr(slash + 1);
+  const std::string base = program_name(word);
   for (const auto& l : launcher_table())
     for (auto p : l.programs)
       if (base == p || word == p) return &l;
   return nullptr;
 }
 
-// The value of the first of `flags` after words[i] in the same simple command.
+// The first of `flags` given after words[i] in the same simple command, and its value.
 std::optional<std::pair<std::string_view, std::string>> flag_after(const std::vector<std::string>& words, std::size_t i,
                                                                    const std::vector<std::string_view>& flags) {
-  for (std::size_t j = i + 1; j < words.size() && words[j] != kSeparator; ++j) {
-    const std::string& w = words[j];
-    for (std::string_view flag : flags) {
-      if (!w.starts_with(flag)) continue;
-      if (w.size() == flag.size() && j + 1 < words.size() && words[j + 1] != kSeparator) return {{flag, words[j + 1]}};
-      if (w.size() > flag.size() && w[flag.size()] == '=') return {{flag, w.substr(flag.size() + 1)}};
-    }
-  }
+  for (std::string_view flag : flags)
+    if (auto v = flag_in(words, i + 1, flag)) return {{flag, std::move(*v)}};
   return std::nullopt;
 }
 

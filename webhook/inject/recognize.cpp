@@ -152,17 +152,7 @@ std::string mpi_launcher_rule(const json* labels, const json* spec, const config
       mpi_launcher = mpi_launcher || lower == "launcher";
     }
   }
-  if (!mpi_launcher) return "";
-  const auto lines = command_lines(*spec);
-  bool mpi = false;
-  for (const auto& l : lines) {
-    const auto slash = l.words[0].rfind('/');
-    const std::string prog = slash == std::string::npos ? l.words[0] : l.words[0].substr(slash + 1);
-    if (prog == "mpirun" || prog == "mpiexec" || prog == "horovodrun") mpi = true;
-  }
-  if (!mpi || !launcher_rule(lines, cfg.commands).empty()) return "";
-  for (const auto& l : lines)  // the launcher itself runs Python (not via mpirun): it may load data
-    if (l.words[0].find("python") != std::string::npos) return "";
+  if (!mpi_launcher || !runs_only_mpi(command_lines(*spec), cfg.commands)) return "";
   return "MPI launcher: runs only mpirun/mpiexec/horovodrun, which start the ranks on the workers";
 }
 
