@@ -98,8 +98,7 @@ int run_size(const SizeArgs& a) {
                         {"needBytes", r.need},
                         {"explanation", r.explanation},
                         {"exceedsMemoryLimit", r.exceeds_memory_limit},
-                        {"procs", r.procs},
-                        {"procsSource", r.procs_source.empty() ? "default" : r.procs_source},
+                        {"procs", procs_json(r.procs, r.procs_source)},
                         {"warnings", r.warnings}};
     std::cout << j.dump(2) << "\n";
   } else {

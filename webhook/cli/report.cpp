@@ -59,6 +59,14 @@ std::string subject(const Record& r) {
 
 std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
 
+}  // namespace
+
+json procs_json(std::uint64_t count, const std::string& source) {
+  return {{"count", count}, {"source", source.empty() ? "default" : source}};
+}
+
+namespace {
+
 void render_json(std::ostream& os, const std::vector<Record>& records, const Totals& t, const FailOn& f) {
   json items = json::array();
   for (const auto& r : records) {
@@ -75,7 +83,7 @@ void render_json(std::ostream& os, const std::vector<Record>& records, const Tot
     j["size"] = r.size.empty() ? json(nullptr) : json(r.size);
     j["existing"] = r.existing.empty() ? json(nullptr) : json(r.existing);
     j["sizing"] = r.sizing.empty() ? json(nullptr) : json(r.sizing);
-    if (r.procs) j["procs"] = {{"count", r.procs}, {"source", r.procs_source.empty() ? "default" : r.procs_source}};
+    if (r.procs) j["procs"] = procs_json(r.procs, r.procs_source);
     items.push_back(std::move(j));
   }
   json by_rule = json::object();
@@ -246,10 +254,8 @@ Record make_record(const manifests::TemplateReport& rep) {
   if (res.sizing) {
     r.size = sizing::format_quantity(res.sizing->bytes);
     r.sizing = res.sizing->explanation;
-    if (res.sizing->source == sizing::SizeSource::kFormula) {
-      r.procs = res.sizing->procs;
-      r.procs_source = res.sizing->procs_source;
-    }
+    r.procs = res.sizing->procs;
+    r.procs_source = res.sizing->procs_source;
   }
   if (res.existing_size) r.existing = sizing::format_quantity(*res.existing_size);
   for (std::size_t i = 0; i < res.warnings.size(); ++i) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "base/result.h"
 #include "manifests/offline.h"
 
@@ -35,6 +37,10 @@ struct FailOn {
 // Parses "missing,too-small,stale,warning,rejected" (any subset; "none" for no failures).
 Result<FailOn> parse_fail_on(const std::string& text);
 
+// The `procs` object of `check -o json` and `size -o json`: {"count": N, "source": "..."}, the
+// source "default" when nothing gave a number.
+nlohmann::json procs_json(std::uint64_t count, const std::string& source);
+
 // One pod template as `check` reports it.
 struct Record {
   std::string file;
@@ -43,7 +49,7 @@ struct Record {
   std::string size;      // what shmguard sets or would set
   std::string existing;  // the sizeLimit already there, when known
   std::string sizing;    // the arithmetic behind `size` (shmguard.io/sizing), when computed
-  std::uint64_t procs = 0;   // processes the formula sized for (0: the formula was not used)
+  std::uint64_t procs = 0;   // processes found for the pod (0: no size was computed)
   std::string procs_source;  // what gave them ("" for the default of 1)
   std::vector<std::pair<int, std::string>> warnings;  // line, message
   std::vector<Finding> findings;

@@ -31,6 +31,7 @@ json pod_for(const manifests::TemplateReport& r) {
   ref.name = r.name;
   ref.training_kind = r.training_kind;
   ref.owner_procs = r.owner_procs;
+  ref.mpi_launcher = r.mpi_launcher;
   return manifests::operator_pod(r.object, ref);
 }
 

@@ -239,14 +239,16 @@ sizing::SizingInput read_sizing(const json* ann, const json& spec, const PodFact
   in.explicit_size = a[kSizeKey];
   in.memory_limit = facts.memory_limit;
   if (!in.explicit_size) read_command_flags(spec, sel, in, r);
-  // Only a size from the formula (or the samples-in-flight hint) uses procs: elsewhere finding
-  // them is work for nothing, and a warning about them would be noise.
-  if (!(in.batch_size && in.num_workers) || in.explicit_size) return in;
+  // An explicit size needs no procs. The default names them in its sizing text (README "Where procs
+  // comes from"); only the formula and the samples-in-flight hint use them, so only then is a
+  // doubt about them worth a warning.
+  if (in.explicit_size) return in;
   auto procs = count_procs(spec, procs_annotation, opts.owner_procs);
   in.procs = procs.count;
   in.procs_source = std::move(procs.source);
   in.procs_unknown = std::move(procs.unresolved);
-  for (auto& w : procs.warnings) r.warn(std::move(w));
+  if (in.batch_size && in.num_workers)
+    for (auto& w : procs.warnings) r.warn(std::move(w));
   return in;
 }
 

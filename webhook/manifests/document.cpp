@@ -197,6 +197,7 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
   rep.namespace_name = ref.namespace_name;
   rep.training_kind = ref.training_kind;
   rep.owner_procs = ref.owner_procs;
+  rep.mpi_launcher = ref.mpi_launcher;
   const json& tmpl = *ref.node;  // find_templates(doc) found it
   // A shmguard.io/ annotation the API server would refuse (a number or bool) is a finding, and is
   // not sized by: the pod that reaches a cluster cannot carry it.
@@ -213,7 +214,7 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
   }
   rep.result = inject::inject_pod(accepted.is_null() ? tmpl : accepted, cfg_,
                                   {.assume_training = ref.training_kind, .owner_procs = ref.owner_procs,
-                                   .mpi_launcher = is_mpi_launcher(ref)});
+                                   .mpi_launcher = ref.mpi_launcher});
   if (opts_.keep_objects) rep.object = tmpl;
   check_annotation_types(tmpl, rep, at.raw.first_line);
   rep.warning_lines = warning_lines(rep, at.raw.first_line);

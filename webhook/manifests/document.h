@@ -38,6 +38,7 @@ struct TemplateReport {
   std::string namespace_name;      // metadata.namespace of the resource that owns the template
   bool training_kind = false;      // inside a Kubeflow training kind (its operator labels the pods)
   std::optional<inject::OwnerProcs> owner_procs;  // the owner's nprocPerNode / numProcPerNode
+  bool mpi_launcher = false;  // an MPI job's launcher (TemplateRef::mpi_launcher)
   nlohmann::json object;           // the template itself, with keep_objects
 
   // The engine's summary as `check` words it, before anything is written: "would inject 12Gi",

@@ -30,16 +30,30 @@ struct Owner {
   bool training = false;
   std::string step;  // the nearest trainer.kubeflow.org/trainjob-ancestor-step label on the way down
   std::optional<inject::OwnerProcs> procs;
+  bool mpi = false;              // an MPIJob, or a Trainer object with an MPI policy
+  bool launcher_trains = false;  // its launcher runs ranks too (runLauncherAsWorker / runLauncherAsNode)
+  bool launcher = false;         // below its launcher (MPIJob's Launcher, the runtime's `launcher` job)
 };
+
+// The field at `path` below `obj`, or null.
+const json* at_path(const json& obj, std::initializer_list<const char*> path) {
+  const json* cur = &obj;
+  for (const char* key : path)
+    if (!(cur = inject::child(*cur, key))) return nullptr;
+  return cur;
+}
 
 // A scalar field as text: numbers (numProcPerNode: 4) and strings ("auto") alike.
 std::optional<std::string> scalar_text(const json& obj, std::initializer_list<const char*> path) {
-  const json* cur = &obj;
-  for (const char* key : path)
-    if (!(cur = inject::child(*cur, key))) return std::nullopt;
-  if (cur->is_string()) return cur->get<std::string>();
-  if (cur->is_number_integer()) return cur->dump();
+  const json* v = at_path(obj, path);
+  if (v && v->is_string()) return v->get<std::string>();
+  if (v && v->is_number_integer()) return v->dump();
   return std::nullopt;
+}
+
+bool is_true(const json& obj, std::initializer_list<const char*> path) {
+  const json* v = at_path(obj, path);
+  return v && v->is_boolean() && v->get<bool>();
 }
 
 // The process count a Kubeflow training object hands its pods as PET_NPROC_PER_NODE.
@@ -104,10 +118,19 @@ void Walker::visit(const json& node, const Owner& inherited, std::size_t depth) 
     own->kind = kind;
     own->training = is_training_kind(inject::str_field(node, "apiVersion"), kind);
     if (own->training) own->procs = owner_procs(node, kind);
+    own->mpi = own->training && (kind == "MPIJob" || at_path(node, {"spec", "mlPolicy", "mpi"}));
+    own->launcher_trains = is_true(node, {"spec", "runLauncherAsWorker"}) ||
+                           is_true(node, {"spec", "mlPolicy", "mpi", "runLauncherAsNode"});
     if (auto md = node.find("metadata"); md != node.end()) {
       own->name = inject::display_name(*md);
       own->namespace_name = inject::str_field(*md, "namespace");
     }
+  }
+  if (const Owner& o = own ? *own : inherited; o.mpi && !o.launcher_trains && !o.launcher &&
+                                                 (path.ends_with("mpiReplicaSpecs.Launcher") ||
+                                                  (inject::str_field(node, "name") == "launcher" && node.contains("template")))) {
+    if (!own) own = inherited;
+    own->launcher = true;
   }
   if (auto step = scalar_text(node, {"metadata", "labels", kTrainerStepLabel})) {
     if (!own) own = inherited;
@@ -118,7 +141,7 @@ void Walker::visit(const json& node, const Owner& inherited, std::size_t depth) 
     // A runtime's dataset- and model-initializer steps run no DataLoader.
     const bool training = owner.training && (owner.step.empty() || owner.step == "trainer");
     out.push_back({pointer, path.empty() ? "(pod)" : path, owner.kind, owner.name, owner.namespace_name,
-                   training, owner.procs, &node});
+                   training, owner.procs, owner.launcher, &node});
     return;
   }
   for (const auto& [k, v] : node.items()) {
@@ -140,10 +163,6 @@ bool is_training_kind(const std::string& api_version, const std::string& kind) {
   return false;
 }
 
-bool is_mpi_launcher(const TemplateRef& ref) {
-  return ref.training_kind && ref.path.find("mpiReplicaSpecs.Launcher.") != std::string::npos;
-}
-
 json operator_pod(const json& tmpl, const TemplateRef& ref) {
   if (ref.path == "(pod)") return tmpl;
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"spec", tmpl.value("spec", json::object())}};
@@ -154,7 +173,7 @@ json operator_pod(const json& tmpl, const TemplateRef& ref) {
     if (!md.contains("labels") || !md["labels"].is_object()) md["labels"] = json::object();
     if (!md["labels"].contains("training.kubeflow.org/job-name"))
       md["labels"]["training.kubeflow.org/job-name"] = ref.name.empty() ? "job" : ref.name;
-    if (is_mpi_launcher(ref) && !md["labels"].contains("training.kubeflow.org/job-role"))
+    if (ref.mpi_launcher && !md["labels"].contains("training.kubeflow.org/job-role"))
       md["labels"]["training.kubeflow.org/job-role"] = "launcher";
   }
   if (ref.training_kind && ref.owner_procs && pod["spec"].contains("containers") && pod["spec"]["containers"].is_array()) {

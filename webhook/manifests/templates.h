@@ -18,6 +18,10 @@ struct TemplateRef {
   std::string namespace_name;  // that resource's metadata.namespace
   bool training_kind = false;  // inside a Kubeflow training kind and not an initializer step
   std::optional<inject::OwnerProcs> owner_procs;  // the owner's nprocPerNode / numProcPerNode
+  // An MPI job's launcher: MPIJob's Launcher, or the `launcher` job of a Trainer runtime with an
+  // MPI policy; not when the owner runs it as a worker too (MPIJob spec.runLauncherAsWorker,
+  // Trainer spec.mlPolicy.mpi.runLauncherAsNode).
+  bool mpi_launcher = false;
   const nlohmann::json* node = nullptr;  // the template in the document searched (while it lives)
 };
 
@@ -26,9 +30,6 @@ inline constexpr const char* kTrainerStepLabel = "trainer.kubeflow.org/trainjob-
 
 // True for kinds whose templates are training pods even before their operator labels them.
 bool is_training_kind(const std::string& api_version, const std::string& kind);
-
-// An MPIJob's launcher template: the mpi-operator labels its pod training.kubeflow.org/job-role=launcher.
-bool is_mpi_launcher(const TemplateRef& ref);
 
 // The pod an operator creates from the template `tmpl` found at `ref`, as the API server sends it
 // for admission: a name, and for Kubeflow training kinds the job-name label (and a launcher's

@@ -87,8 +87,6 @@ void formula_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
   const Terms t = formula_terms(in, cfg);
   r.source = SizeSource::kFormula;
   r.need = t.need;
-  r.procs = t.procs;
-  r.procs_source = in.procs_source;
   std::string e = "batch " + std::to_string(*in.batch_size) + " x " + format_human(*in.sample_size) + " = " +
                   format_human(t.batch) + "; loader (" + std::to_string(*in.num_workers) + " workers x prefetch " +
                   std::to_string(t.prefetch) + " + 2) x " + format_human(t.batch) + " = " + format_human(t.loader) +
@@ -155,6 +153,9 @@ void default_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
     r.bytes = *in.memory_limit;
     r.explanation += " capped at the pod memory limit " + format_quantity(*in.memory_limit);
   }
+  // The default does not depend on procs, but the reader still learns what was found (README
+  // "Where procs comes from": the sizing text always says it).
+  r.explanation += "; " + procs_clause(in.procs.value_or(1), in);
   if (in.batch_size && in.num_workers && !in.sample_size) r.warnings.push_back(samples_in_flight(in, cfg, r.bytes));
 }
 
@@ -165,6 +166,8 @@ SizingResult compute_size(const SizingInput& in, const Params& cfg) {
   if (in.explicit_size) explicit_size(in, cfg, r);
   else if (has_formula_inputs(in)) formula_size(in, cfg, r);
   else default_size(in, cfg, r);
+  r.procs = in.procs.value_or(1);
+  r.procs_source = in.procs_source;
   if (!in.ignored.empty() && r.source != SizeSource::kDefault) r.explanation += " (ignored: " + joined(in.ignored) + ")";
   if (!in.notes.empty()) {
     std::string notes;

@@ -58,7 +58,7 @@ struct SizingResult {
   std::uint64_t need = 0;      // what the formula asked for before rounding and clamping
   SizeSource source = SizeSource::kDefault;
   bool exceeds_memory_limit = false;
-  std::uint64_t procs = 1;     // the process count the formula used (1 when it was not used)
+  std::uint64_t procs = 1;     // the process count found (the formula's; also given with a default or explicit size)
   std::string procs_source;    // what gave it; "" for the default
   std::string explanation;     // one line: the arithmetic
   std::vector<std::string> warnings;
