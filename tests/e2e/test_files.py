@@ -359,3 +359,22 @@ def test_a_key_given_twice_is_warned_about_with_its_lines(tmp_path):
     assert (f'{f}:14: warning: key "command" given twice in one mapping (also at line 13): kubectl keeps this '
             "last value and drops the first") in r.stdout, r.stdout
     assert "1 warning" in run("check", "-f", str(f)).stdout
+
+
+def test_a_document_that_cannot_be_edited_in_place_is_not_rewritten_without_allow_reformat(tmp_path):
+    # A stale sizeLimit that carries an anchor: replacing it in place would cut the anchor.
+    f = tmp_path / "anchored.yaml"
+    src = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    shmguard.io/size: 2Gi\n"
+           "    shmguard.io/injected-size: 4Gi\nspec:\n  containers:\n  - name: c\n    image: pytorch/pytorch\n"
+           "    volumeMounts:\n    - name: shmguard-dshm\n      mountPath: /dev/shm\n  volumes:\n"
+           "  - name: shmguard-dshm\n    emptyDir:\n      medium: Memory\n      sizeLimit: &big 4Gi\n  # keep me\n")
+    f.write_text(src)
+    for args in (["-i"], []):
+        r = run("mutate", *args, "-f", str(f))
+        assert r.returncode == 2, r.stderr
+        assert (f"{f}:1: cannot edit the document in place (the value at /spec/volumes/0/emptyDir/sizeLimit "
+                "carries an anchor); nothing was written (--allow-reformat re-emits the document") in r.stderr
+        assert r.stdout == "" and f.read_text() == src
+    r = run("mutate", "--allow-reformat", "-f", str(f))
+    assert r.returncode == 0 and "document re-emitted: the value at" in r.stderr
+    assert yaml.safe_load(r.stdout)["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] == "2Gi"

@@ -371,7 +371,7 @@ void add_mutate_and_check(CLI::App& app, Commands& c) {
   c.mutate->add_flag("-i,--in-place", c.mutate_args.in_place,
                    "rewrite the files that change (through symlinks, keeping owner, mode and hard links); leave the rest untouched");
   c.mutate->add_flag("--allow-reformat", c.mutate_args.allow_reformat,
-                   "when templates sharing a YAML anchor need different edits, re-emit the document (comments lost, anchor expanded) instead of failing");
+                   "when a document cannot be edited in place (templates sharing a YAML anchor need different edits, a stale value carries an anchor), re-emit it (comments lost, anchor expanded) instead of failing");
   c.mutate->add_option("--exclude", c.mutate_args.excludes, "skip files whose path or name matches this glob (repeatable)");
   c.mutate->add_option("--config", c.mutate_args.config_file, "YAML config file");
   c.mutate->add_option("-j,--jobs", c.mutate_args.jobs, "threads working on documents (0: one per core); output is the same for any")

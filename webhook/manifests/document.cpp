@@ -342,9 +342,16 @@ Status DocumentWorker::write_changed(const Place& at, json& doc, DocumentOutcome
       set_text(out, std::move(*edit), &check_doc_);
       return Ok{};
     }
-    if (edit.line() > 0 && !opts_.allow_reformat) {
-      return Status::failure(at(edit.line()) + ": " + edit.error() +
-                             "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)");
+    // Re-emitting loses comments and layout: only when asked (README "mutate").
+    if (!opts_.allow_reformat) {
+      if (edit.line() > 0)
+        return Status::failure(at(edit.line()) + ": " + edit.error() +
+                               "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)");
+      const auto first = std::find_if(out.reports.begin(), out.reports.end(),
+                                      [](const TemplateReport& r) { return r.result.mutated(); });
+      const int line = first == out.reports.end() ? 0 : first->line - at.raw.first_line + 1;
+      return Status::failure(at(line) + ": cannot edit the document in place (" + edit.error() +
+                             "); nothing was written (--allow-reformat re-emits the document: comments and layout lost)");
     }
     const std::string why = edit.line() > 0 ? edit.error() + " at " + at(edit.line()) : edit.error();
     for (auto& rep : out.reports)

@@ -51,7 +51,7 @@ struct TemplateReport {
 struct DocumentOptions {
   OutputFormat format = OutputFormat::kYaml;
   bool keep_objects = false;    // reports carry a copy of their template (`shmguard review`)
-  bool allow_reformat = false;  // an anchor conflict re-emits the document instead of failing
+  bool allow_reformat = false;  // a document that cannot be edited in place is re-emitted instead of failing
 };
 
 // What one document comes to. `status` fails with "file:line: message" on invalid input.

@@ -251,6 +251,8 @@ class Editor {
   std::string apply() {
     std::vector<Edit> edits = std::move(edits_);
     for (const auto& [node, entries] : appends_) edits.push_back(append_edit(node, entries));
+    if (std::any_of(edits.begin(), edits.end(), [](const Edit& e) { return e.eol_first; }))
+      if (auto strip = strip_last_block_scalar()) edits.push_back(*strip);
     std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
       return a.at != b.at ? a.at < b.at : a.owner > b.owner;
     });
@@ -328,6 +330,27 @@ class Editor {
       return text_.size();
     }
     return nl + 1;
+  }
+
+  // A text without a final line break whose last node is a `|` or `>` block scalar (kubernetes-sigs
+  // jobset's gpu-training.yaml): the scalar ends without a line break only because the text does.
+  // Lines added after it would give it one, so its header gets the strip indicator ("|" -> "|-"),
+  // which keeps its value as it is.
+  std::optional<Edit> strip_last_block_scalar() const {
+    const YamlNode* n = doc_.root;
+    while (n && n->kind != YamlNode::Kind::kScalar && !n->flow)
+      n = n->kind == YamlNode::Kind::kMap ? (n->pairs.empty() ? nullptr : n->pairs.back().second)
+                                          : (n->items.empty() ? nullptr : n->items.back());
+    if (!n || n->kind != YamlNode::Kind::kScalar) return std::nullopt;
+    if (n->style != ScalarStyle::kLiteral && n->style != ScalarStyle::kFolded) return std::nullopt;
+    if (n->value.ends_with('\n')) return std::nullopt;
+    const std::size_t at = index_.byte(n->start);
+    const std::size_t eol = std::min(text_.find('\n', at), text_.size());
+    const std::string_view header(text_.data() + at, eol - at);
+    if (header.empty() || (header[0] != '|' && header[0] != '>')) return std::nullopt;
+    const std::string_view indicators = header.substr(1, header.find_first_of(" #") - 1);
+    if (indicators.find_first_of("-+") != std::string_view::npos) return std::nullopt;
+    return Edit{.at = at + 1, .erase = 0, .insert = "-", .eol_first = false, .owner = n->start};
   }
 
   // Indentation (spaces) of the line holding byte `pos`.
