@@ -19,13 +19,21 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> corpus_files() {
+// ../shared/corpus, or this project's own (tests/corpus, its answers in expected.yaml).
+std::vector<std::string> corpus_files(const fs::path& dir = SHMGUARD_CORPUS_DIR) {
   std::vector<std::string> out;
-  fs::path dir = SHMGUARD_CORPUS_DIR;
   if (!fs::exists(dir)) return out;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() != ".md") out.push_back(e.path().string());
+    if (e.is_regular_file() && e.path().extension() != ".md" && e.path().filename() != "expected.yaml")
+      out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> all_corpus_files() {
+  auto out = corpus_files();
+  auto own = corpus_files(SHMGUARD_OWN_CORPUS_DIR);
+  out.insert(out.end(), own.begin(), own.end());
   return out;
 }
 
@@ -54,6 +62,9 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
   manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
   std::istringstream in(input);
   auto done = runner.process(path, in);
+  // The own corpus keeps one manifest that is invalid as published; expected.yaml says how it fails.
+  if (!done.ok() && path.starts_with(SHMGUARD_OWN_CORPUS_DIR) && done.error().find(": invalid YAML: ") != std::string::npos)
+    GTEST_SKIP() << done.error();
   ASSERT_TRUE(done.ok()) << done.error();
   runner.finish();
 
@@ -93,6 +104,21 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
         continue;
       }
       json webhook = pod.patch(json::parse(test::base64_decode(resp["patch"])));
+      if (const auto& owner = templates[k].owner_procs) {
+        // What the operator added is not shmguard's: its env leaves the comparison, and the
+        // webhook names the env where offline names the owner's field it came from.
+        const json& own = offline["spec"]["containers"];
+        for (std::size_t c = 0; c < webhook["spec"]["containers"].size(); ++c) {
+          json& container = webhook["spec"]["containers"][c];
+          if (container["env"] == own.at(c).value("env", json())) continue;  // the template's own
+          auto& env = container["env"];
+          env.erase(std::remove_if(env.begin(), env.end(), [](const json& e) { return e.value("name", "") == "PET_NPROC_PER_NODE"; }),
+                    env.end());
+          if (env.empty()) container.erase("env");
+        }
+        auto& text = webhook["metadata"]["annotations"]["shmguard.io/sizing"].get_ref<std::string&>();
+        if (auto at = text.find("PET_NPROC_PER_NODE"); at != std::string::npos) text.replace(at, 18, owner->field);
+      }
       EXPECT_EQ(webhook["spec"], offline["spec"]) << templates[k].path;
       EXPECT_EQ(webhook["metadata"]["annotations"], offline["metadata"]["annotations"]) << templates[k].path;
     }
@@ -104,7 +130,7 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
 
 // Without ../shared/corpus (e.g. inside `docker build`) there are no files: not a failure.
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Corpus);
-INSTANTIATE_TEST_SUITE_P(Files, Corpus, ::testing::ValuesIn(corpus_files()),
+INSTANTIATE_TEST_SUITE_P(Files, Corpus, ::testing::ValuesIn(all_corpus_files()),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string n = fs::path(param.param).filename().string();
                            std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');

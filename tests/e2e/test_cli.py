@@ -266,3 +266,23 @@ def test_check_needs_files_one_way_or_the_other():
         in r.stdout, r.stdout
     r = subprocess.run([BIN, "check"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr == "shmguard: check: give the manifests to check: -f FILE|DIR|- (or FILE ...)\n"
+
+
+def test_procs_has_one_shape_in_size_and_check_and_the_default_names_it(tmp_path):
+    size = json.loads(run("size", "--batch-size", "8", "--num-workers", "2", "--sample-size", "1Mi",
+                          "--procs-per-pod", "3", "-o", "json").stdout)
+    assert size["procs"] == {"count": 3, "source": "--procs-per-pod"}
+    assert json.loads(run("size", "--batch-size", "8", "--num-workers", "2", "--sample-size", "1Mi",
+                          "-o", "json").stdout)["procs"] == {"count": 1, "source": "default"}
+    # No sizing annotations: the default size, and still the process count and where it came from.
+    f = tmp_path / "job.yaml"
+    f.write_text("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\nspec:\n  template:\n    spec:\n"
+                 "      containers:\n      - name: t\n        image: ghcr.io/acme/train:1\n"
+                 "        command: [torchrun, --nproc_per_node=4, train.py]\n")
+    item = json.loads(run("check", "-o", "json", "-f", str(f)).stdout)["items"][0]
+    assert item["procs"] == {"count": 4, "source": "torchrun --nproc_per_node"}
+    assert set(item["procs"]) == set(size["procs"])
+    assert item["sizing"] == ("no batch-size/num-workers/sample-size annotations; default 8Gi; "
+                              "procs 4 from torchrun --nproc_per_node (recognised by: torchrun in command)")
+    assert f"{f}:7 Job/j spec.template -> would inject 8Gi (4 procs from torchrun --nproc_per_node)" in \
+        run("check", "-f", str(f)).stdout
