@@ -26,6 +26,7 @@
 #include "cli/observe.h"
 #include "cli/report.h"
 #include "cli/review.h"
+#include "cli/top.h"
 #include "config/config.h"
 #include "inject/annotations.h"
 #include "inject/recognize.h"
@@ -334,9 +335,11 @@ struct Commands {
   ReviewArgs review_args;
   std::string review_wait = "0s";
   ObserveArgs observe_args;
+  TopArgs top_args;
+  std::string top_config;
   std::string fn_config;
   CLI::App *serve = nullptr, *mutate = nullptr, *check = nullptr, *size = nullptr, *review = nullptr,
-           *observe = nullptr, *fn = nullptr, *version = nullptr;
+           *observe = nullptr, *top = nullptr, *fn = nullptr, *version = nullptr;
 };
 
 void add_serve(CLI::App& app, Commands& c) {
@@ -444,6 +447,17 @@ void add_observe_fn_version(CLI::App& app, Commands& c) {
   c.observe->add_option("--procs-per-pod", c.observe_args.procs, "processes with their own DataLoader")->type_name("UINT");
   c.observe->add_option("--config", c.observe_args.config_file, "YAML config file (headroom, min)");
   c.observe->add_option("command", c.observe_args.command, "the command to run, after --")->required();
+  c.top = app.add_subcommand("top", "How full each running pod's /dev/shm is (the kubelets' Summary API through the API server)");
+  c.top->add_option("--kubeconfig", c.top_args.kubeconfig, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+  c.top->add_option("--context", c.top_args.context, "kubeconfig context (default: its current-context)");
+  auto* ns = c.top->add_option("-n,--namespace", c.top_args.namespace_name, "namespace (default: default)");
+  c.top->add_flag("-A,--all-namespaces", c.top_args.all_namespaces, "every namespace")->excludes(ns);
+  c.top->add_option("-l,--selector", c.top_args.selector, "label selector, as kubectl's");
+  c.top->add_option("--watch", c.top_args.watch, "sample for this long (e.g. 5m) and show each pod's peak");
+  c.top->add_option("--interval", c.top_args.interval_s, "seconds between samples with --watch")->capture_default_str();
+  c.top->add_option("-o,--output", c.top_args.output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  c.top->add_option("--request-timeout", c.top_args.timeout_s, "seconds per request to the API server")->capture_default_str();
+  c.top->add_option("--config", c.top_config, "YAML config file (headroom and min, for the suggestion)");
   c.fn = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
   c.fn->add_option("--config", c.fn_config, "YAML config file");
   c.version = app.add_subcommand("version", "Print the version");
@@ -472,6 +486,11 @@ int dispatch(Commands& c) {
   }
   if (*c.size) return run_size(c.size_args);
   if (*c.observe) return run_observe(c.observe_args);
+  if (*c.top) {
+    auto cfg = load_config(c.top_config);
+    if (!cfg) return fail(cfg.error());
+    return run_top(c.top_args, *cfg);
+  }
   if (*c.review) return review(c);
   if (*c.fn) {
     auto cfg = load_config(c.fn_config);

@@ -236,9 +236,7 @@ struct Counts {
 
 // The recommended size and the annotations that give it, from the measured peak.
 void conclude(const ObserveArgs& a, const config::Config& cfg, const Counts& n, ObserveReport& r) {
-  sizing::Saturating s{sizing::kArithmeticLimit};  // a measured peak is far below it
-  const std::uint64_t scaled = sizing::with_headroom(s, r.peak, cfg.sizing.headroom_milli);
-  r.recommended = std::max(round_up(scaled, sizing::kMi), cfg.sizing.min);
+  r.recommended = sizing::size_for_peak(r.peak, cfg.sizing);
   // A run that failed measured something else than the job; one that never touched /dev/shm gives
   // nothing to size from (a sample size of 0 would be refused).
   if (r.exit_code != 0 && !r.bus_error) {

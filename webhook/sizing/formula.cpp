@@ -11,6 +11,13 @@ std::uint64_t with_headroom(Saturating& s, std::uint64_t bytes, std::uint32_t he
   return s.add(s.mul(bytes / 1000, headroom_milli), (bytes % 1000 * headroom_milli + 999) / 1000);
 }
 
+std::uint64_t size_for_peak(std::uint64_t peak, const Params& cfg) {
+  Saturating s{kArithmeticLimit};
+  const std::uint64_t scaled = with_headroom(s, peak, cfg.headroom_milli);
+  const std::uint64_t rounded = s.mul((scaled + kMi - 1) / kMi, kMi);
+  return std::max(s.overflow ? kArithmeticLimit : rounded, cfg.min);
+}
+
 bool has_formula_inputs(const SizingInput& in) {
   return in.batch_size && in.num_workers && in.sample_size;
 }

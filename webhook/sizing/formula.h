@@ -31,6 +31,10 @@ inline constexpr std::uint64_t kArithmeticLimit = 1ULL << 62;
 // the loaders' bytes, `observe` to a measured peak.
 std::uint64_t with_headroom(Saturating& s, std::uint64_t bytes, std::uint32_t headroom_milli);
 
+// The /dev/shm size that holds a measured `peak`: the peak with the headroom, rounded up to a MiB,
+// at least `min` (what `observe` and `top` propose as shmguard.io/size).
+std::uint64_t size_for_peak(std::uint64_t peak, const Params& cfg);
+
 struct SizingInput {
   std::optional<std::uint64_t> batch_size;
   std::optional<std::uint64_t> num_workers;

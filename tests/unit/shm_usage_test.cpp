@@ -1,0 +1,95 @@
+// /dev/shm use per pod from the pod list and the kubelet's Summary API.
+#include "monitor/shm_usage.h"
+
+#include <gtest/gtest.h>
+
+using namespace shmguard;
+using nlohmann::json;
+
+namespace {
+
+json pod(const std::string& name, const json& volume, const std::string& phase = "Running",
+         const std::string& mount = "/dev/shm") {
+  return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name},
+                        {"ownerReferences", {{{"kind", "Job"}, {"name", "job-" + name}, {"controller", true}}}}}},
+          {"spec", {{"nodeName", "node-a"},
+                    {"containers", {{{"name", "train"}, {"volumeMounts", {{{"name", "dshm"}, {"mountPath", mount}}}}}}},
+                    {"volumes", {volume}}}},
+          {"status", {{"phase", phase}}}};
+}
+
+const json kMemory = {{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "2Gi"}}}};
+
+// Measured on the test node (issue #28): a DataLoader of batch 64 x 1 MiB with 4 workers in a 2Gi
+// Memory emptyDir. df said 604061696 bytes used, `du -sb` 40: PyTorch unlinks its segments.
+json summary() {
+  return {{"pods", {{{"podRef", {{"name", "p"}, {"namespace", "ml"}, {"uid", "uid-p"}}},
+                     {"volume", {{{"name", "dshm"}, {"capacityBytes", 2147483648ULL}, {"availableBytes", 1543421952ULL},
+                                  {"usedBytes", 0}}}}}}}};
+}
+
+}  // namespace
+
+TEST(ShmUsage, UsedIsCapacityMinusAvailableNeverTheKubeletsUsedBytes) {
+  auto pods = monitor::shm_pods({{"items", {pod("p", kMemory)}}});
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0].size_limit, 2ULL << 30);
+  EXPECT_FALSE(pods[0].capacity);
+  EXPECT_EQ(monitor::verdict(pods[0], {}), monitor::Verdict::kUnknown);
+  EXPECT_EQ(monitor::apply_summary(pods, "node-a", summary()), 1u);
+  EXPECT_EQ(pods[0].capacity, 2147483648ULL);
+  EXPECT_EQ(pods[0].used, 604061696ULL);
+  EXPECT_EQ(pods[0].du_bytes, 0u);
+  EXPECT_EQ(pods[0].peak, 604061696ULL);
+  EXPECT_EQ(monitor::verdict(pods[0], {}), monitor::Verdict::kOk);
+  EXPECT_FALSE(monitor::suggestion(pods[0], {}));
+}
+
+TEST(ShmUsage, OnlyRunningPodsWithAMemoryEmptyDirAtDevShm) {
+  const json disk = {{"name", "dshm"}, {"emptyDir", json::object()}};
+  const json host = {{"name", "dshm"}, {"hostPath", {{"path", "/dev/shm"}}}};
+  auto pods = monitor::shm_pods({{"items", {pod("a", kMemory), pod("b", disk), pod("c", host), pod("d", kMemory, "Pending"),
+                                            pod("e", kMemory, "Running", "/scratch"), json("junk"), json::object()}}});
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0].name, "a");
+  EXPECT_EQ(pods[0].owner_kind, "Job");
+  EXPECT_EQ(pods[0].owner_name, "job-a");
+}
+
+TEST(ShmUsage, AJobSetsPodsAreOwnedByTheJobSet) {
+  json p = pod("w", kMemory);
+  p["metadata"]["labels"] = {{"jobset.sigs.k8s.io/jobset-name", "pytorch"}};
+  auto pods = monitor::shm_pods({{"items", {p}}});
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0].owner_kind, "JobSet");
+  EXPECT_EQ(pods[0].owner_name, "pytorch");
+}
+
+TEST(ShmUsage, ASummaryFromAnotherNodeOrForAnotherPodIsNotUsed) {
+  auto pods = monitor::shm_pods({{"items", {pod("p", kMemory)}}});
+  EXPECT_EQ(monitor::apply_summary(pods, "node-b", summary()), 0u);
+  json other = summary();
+  other["pods"][0]["podRef"]["uid"] = "uid-other";
+  EXPECT_EQ(monitor::apply_summary(pods, "node-a", other), 0u);
+  EXPECT_EQ(monitor::apply_summary(pods, "node-a", json("not a summary")), 0u);
+  EXPECT_FALSE(pods[0].used);
+}
+
+TEST(ShmUsage, NearlyFullAndOversizedGetTheSizeThePeakNeeds) {
+  monitor::PodShm p;
+  p.capacity = 2ULL << 30;
+  p.used = p.capacity.value() / 100 * 95;
+  p.peak = *p.used;
+  EXPECT_EQ(monitor::verdict(p, {}), monitor::Verdict::kNearlyFull);
+  EXPECT_EQ(monitor::suggestion(p, {}), sizing::size_for_peak(p.peak, {}));
+  EXPECT_GT(*monitor::suggestion(p, {}), *p.capacity);
+
+  p.capacity = 64ULL << 30;  // 64Gi mounted, 300Mi used at most: needs 450Mi -> the 1Gi min
+  p.used = 100ULL << 20;
+  p.peak = 300ULL << 20;
+  EXPECT_EQ(monitor::verdict(p, {}), monitor::Verdict::kOversized);
+  EXPECT_EQ(monitor::suggestion(p, {}), 1ULL << 30);
+
+  p.capacity = 2ULL << 30;  // a peak of 300Mi in 2Gi: within 4x of what it needs
+  EXPECT_EQ(monitor::verdict(p, {}), monitor::Verdict::kOk);
+}

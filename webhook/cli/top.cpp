@@ -1,0 +1,181 @@
+// `shmguard top` (see top.h). Used = capacityBytes - availableBytes of the /dev/shm volume in the
+// kubelet's Summary API (monitor/shm_usage.h says why never usedBytes).
+#include "cli/top.h"
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "base/parallel.h"
+#include "base/text.h"
+#include "cli/exit_codes.h"
+#include "kube/access.h"
+#include "monitor/shm_usage.h"
+#include "sizing/quantity.h"
+
+namespace shmguard::cli {
+namespace {
+
+using nlohmann::json;
+using monitor::PodShm;
+
+int top_fail(const std::string& msg) {
+  std::cerr << "shmguard top: " << msg << "\n";
+  return kExitBadInput;
+}
+
+std::string url_encode(const std::string& s) {
+  std::ostringstream o;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') o << c;
+    else o << '%' << std::uppercase << std::hex << std::setw(2) << std::setfill('0') << static_cast<int>(c) << std::dec;
+  }
+  return o.str();
+}
+
+// The running pods that mount a Memory emptyDir at /dev/shm.
+Result<std::vector<PodShm>> list_pods(const kube::Access& access, const TopArgs& a, const std::string& ns) {
+  std::string path = a.all_namespaces ? "/api/v1/pods" : "/api/v1/namespaces/" + url_encode(ns) + "/pods";
+  path += "?fieldSelector=" + url_encode("status.phase=Running");
+  if (!a.selector.empty()) path += "&labelSelector=" + url_encode(a.selector);
+  auto r = kube::get(access, path, a.timeout_s);
+  if (!r) return r.failure_part();
+  if (r->status == 403 || r->status == 401)
+    return Failure{"cannot list pods: " + kube::error_message(*r) + " (top needs `list pods` " +
+                   (a.all_namespaces ? std::string("in every namespace (-A)") : "in namespace " + ns) + ")"};
+  if (r->status != 200) return Failure{"listing pods: HTTP " + std::to_string(r->status) + ": " + kube::error_message(*r)};
+  return monitor::shm_pods(r->body);
+}
+
+// Reads every node's summary in parallel; the nodes that gave none, with why.
+std::map<std::string, std::string> read_summaries(const kube::Access& access, const TopArgs& a, std::vector<PodShm>& pods) {
+  std::set<std::string> names;
+  for (const auto& p : pods)
+    if (!p.node.empty()) names.insert(p.node);
+  const std::vector<std::string> nodes(names.begin(), names.end());
+  std::vector<json> summaries(nodes.size());
+  std::vector<std::string> errors(nodes.size());
+  parallel_for(nodes.size(), 16, [&](unsigned, std::size_t i) {
+    auto r = kube::get(access, "/api/v1/nodes/" + url_encode(nodes[i]) + "/proxy/stats/summary", a.timeout_s);
+    if (!r) errors[i] = r.error();
+    else if (r->status == 403 || r->status == 401)
+      errors[i] = kube::error_message(*r) + " (top needs `get nodes/proxy`: the API server's node proxy)";
+    else if (r->status != 200) errors[i] = "HTTP " + std::to_string(r->status) + ": " + kube::error_message(*r);
+    else summaries[i] = std::move(r->body);
+  });
+  std::map<std::string, std::string> failed;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!errors[i].empty()) failed[nodes[i]] = errors[i];
+    else monitor::apply_summary(pods, nodes[i], summaries[i]);
+  }
+  return failed;
+}
+
+std::string bar(std::uint64_t used, std::uint64_t cap) {
+  constexpr int kWidth = 20;
+  const int filled = cap ? static_cast<int>(std::min<std::uint64_t>(used * kWidth / cap, kWidth)) : 0;
+  return "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.') + "]";
+}
+
+std::string q(std::optional<std::uint64_t> v) { return v ? sizing::format_quantity(*v) : "-"; }
+
+std::string percent(const PodShm& p) {
+  if (!p.capacity || !p.used) return "-";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << 100.0 * static_cast<double>(*p.used) / static_cast<double>(*p.capacity) << "%";
+  return o.str();
+}
+
+std::string owner(const PodShm& p) { return p.owner_kind.empty() ? "-" : p.owner_kind + "/" + p.owner_name; }
+
+void render_table(const std::vector<PodShm>& pods, bool watch, const sizing::Params& params, std::ostream& os) {
+  std::vector<std::vector<std::string>> rows{{"NAMESPACE/POD", "OWNER", "SIZE", "MOUNTED", "USED", "", "USE%"}};
+  if (watch) rows[0].push_back("PEAK");
+  rows[0].push_back("VERDICT");
+  for (const auto& p : pods) {
+    std::vector<std::string> r{p.namespace_name + "/" + p.name, owner(p), q(p.size_limit), q(p.capacity), q(p.used),
+                               p.capacity ? bar(p.used.value_or(0), *p.capacity) : "", percent(p)};
+    if (watch) r.push_back(p.capacity ? sizing::format_quantity(p.peak) : "-");
+    r.push_back(monitor::verdict_name(monitor::verdict(p, params)));
+    rows.push_back(std::move(r));
+  }
+  std::vector<std::size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) line += r[i] + (i + 1 < r.size() ? std::string(width[i] - r[i].size() + 2, ' ') : "");
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    os << line << "\n";
+  }
+  // One suggestion per owner: the largest its pods need.
+  std::map<std::string, std::uint64_t> by_owner;
+  for (const auto& p : pods)
+    if (auto s = monitor::suggestion(p, params)) {
+      auto& v = by_owner[p.namespace_name + " " + (p.owner_kind.empty() ? "Pod/" + p.name : owner(p))];
+      v = std::max(v, *s);
+    }
+  for (const auto& [who, size] : by_owner)
+    os << "suggestion: " << who.substr(who.find(' ') + 1) << " (namespace " << who.substr(0, who.find(' '))
+       << "): shmguard.io/size: " << sizing::format_quantity(size) << "\n";
+}
+
+json to_json(const std::vector<PodShm>& pods, const sizing::Params& params, const std::map<std::string, std::string>& failed) {
+  json items = json::array();
+  for (const auto& p : pods) {
+    json j = {{"namespace", p.namespace_name}, {"pod", p.name}, {"node", p.node},
+              {"owner", {{"kind", p.owner_kind}, {"name", p.owner_name}}}, {"volume", p.volume},
+              {"verdict", monitor::verdict_name(monitor::verdict(p, params))}};
+    j["sizeLimitBytes"] = p.size_limit ? json(*p.size_limit) : json(nullptr);
+    j["mountedBytes"] = p.capacity ? json(*p.capacity) : json(nullptr);
+    j["usedBytes"] = p.used ? json(*p.used) : json(nullptr);
+    j["peakBytes"] = p.capacity ? json(p.peak) : json(nullptr);
+    j["kubeletUsedBytes"] = p.capacity ? json(p.du_bytes) : json(nullptr);
+    auto s = monitor::suggestion(p, params);
+    j["suggestedSize"] = s ? json(sizing::format_quantity(*s)) : json(nullptr);
+    items.push_back(std::move(j));
+  }
+  json nodes = json::array();
+  for (const auto& [n, why] : failed) nodes.push_back({{"node", n}, {"error", why}});
+  return {{"items", items}, {"failedNodes", nodes}};
+}
+
+}  // namespace
+
+int run_top(const TopArgs& a, const config::Config& cfg) {
+  std::optional<int> watch_s = 0;
+  if (!a.watch.empty() && !(watch_s = parse_duration_s(a.watch)))
+    return top_fail("--watch: \"" + printable(a.watch) + "\" is not a duration (90s, 2m)");
+  if (a.interval_s < 1) return top_fail("--interval must be at least 1 second");
+  auto access = kube::load_access(a.kubeconfig, a.context);
+  if (!access) return top_fail(access.error());
+  const std::string ns = a.namespace_name.empty() ? "default" : a.namespace_name;
+  auto pods = list_pods(*access, a, ns);
+  if (!pods) return top_fail(pods.error());
+  auto failed = read_summaries(*access, a, *pods);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(*watch_s);
+  while (*watch_s > 0 && std::chrono::steady_clock::now() + std::chrono::seconds(a.interval_s) <= end) {
+    std::this_thread::sleep_for(std::chrono::seconds(a.interval_s));
+    std::vector<PodShm> again = *pods;  // the same pods: their peaks carry over
+    for (auto& p : again) p.capacity.reset(), p.used.reset();
+    failed = read_summaries(*access, a, again);
+    *pods = std::move(again);
+  }
+  if (a.output == "json") {
+    std::cout << to_json(*pods, cfg.sizing, failed).dump(2) << "\n";
+  } else if (pods->empty()) {
+    std::cout << "No running pods mount a Memory emptyDir at /dev/shm"
+              << (a.all_namespaces ? "" : " in namespace " + ns) << ".\n";
+  } else {
+    render_table(*pods, *watch_s > 0, cfg.sizing, std::cout);
+  }
+  for (const auto& [n, why] : failed) std::cerr << "shmguard top: node " << n << ": " << why << "; its pods have no figures\n";
+  return failed.empty() ? kExitOk : kExitFindings;
+}
+
+}  // namespace shmguard::cli

@@ -1,0 +1,41 @@
+// How to reach the API server as the user does with kubectl: a kubeconfig (--kubeconfig,
+// $KUBECONFIG, ~/.kube/config; its current context or --context) with client certificates,
+// bearer tokens (inline or tokenFile) or an exec credential plugin; inside a pod, the service
+// account (as client-go's rest.InClusterConfig). And a small GET client over TLS for it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/result.h"
+
+namespace shmguard::kube {
+
+struct Access {
+  std::string where;          // "context admin@test in /root/.kube/config", for messages
+  std::string host;
+  int port = 443;
+  std::string base_path;      // a server URL's path, if any ("/k8s/clusters/c-1")
+  std::string ca_pem;         // the CA the server's certificate must chain to ("" : the system's)
+  bool insecure = false;      // insecure-skip-tls-verify
+  std::string client_cert_pem, client_key_pem;
+  std::string token;
+};
+
+// `kubeconfig`/`context`: the flags ("" for the defaults).
+Result<Access> load_access(const std::string& kubeconfig, const std::string& context);
+
+struct Response {
+  int status = 0;
+  nlohmann::json body;        // parsed JSON (a Status object for errors), or null
+  std::string text;           // the body as received, for messages when it is not JSON
+};
+
+// GET `path` (with query) from the API server. A transport failure is a Failure naming the
+// server; any HTTP status is a Response (the caller says what a 403 means for it).
+Result<Response> get(const Access& access, const std::string& path, int timeout_s);
+
+// The message of an API error response: the Status's message, else the body.
+std::string error_message(const Response& r);
+
+}  // namespace shmguard::kube

@@ -1,0 +1,148 @@
+// /dev/shm use per pod (see shm_usage.h).
+#include "monitor/shm_usage.h"
+
+#include <algorithm>
+
+#include "sizing/quantity.h"
+
+namespace shmguard::monitor {
+namespace {
+
+using nlohmann::json;
+
+const json* field(const json& o, const char* key) {
+  if (!o.is_object()) return nullptr;
+  auto it = o.find(key);
+  return it == o.end() ? nullptr : &*it;
+}
+
+std::string text(const json& o, const char* key) {
+  const json* v = field(o, key);
+  return v && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+std::uint64_t number(const json& o, const char* key) {
+  const json* v = field(o, key);
+  return v && v->is_number_unsigned() ? v->get<std::uint64_t>() : 0;
+}
+
+// The name of the volume a regular container mounts at /dev/shm, or "".
+std::string shm_mount(const json& spec) {
+  const json* containers = field(spec, "containers");
+  if (!containers || !containers->is_array()) return "";
+  for (const auto& c : *containers) {
+    const json* mounts = field(c, "volumeMounts");
+    if (!mounts || !mounts->is_array()) continue;
+    for (const auto& m : *mounts)
+      if (text(m, "mountPath") == "/dev/shm" || text(m, "mountPath") == "/dev/shm/") return text(m, "name");
+  }
+  return "";
+}
+
+// The controller that owns the pod; a Job's pods are named after a JobSet that made it.
+void set_owner(const json& pod_md, PodShm& p) {
+  if (const json* refs = field(pod_md, "ownerReferences"); refs && refs->is_array()) {
+    for (const auto& r : *refs) {
+      const json* ctl = field(r, "controller");
+      if (ctl && ctl->is_boolean() && ctl->get<bool>()) {
+        p.owner_kind = text(r, "kind");
+        p.owner_name = text(r, "name");
+      }
+    }
+  }
+  const json* labels = field(pod_md, "labels");
+  if (p.owner_kind == "Job" && labels) {
+    if (auto js = text(*labels, "jobset.sigs.k8s.io/jobset-name"); !js.empty()) {
+      p.owner_kind = "JobSet";
+      p.owner_name = js;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<PodShm> shm_pods(const json& pod_list) {
+  std::vector<PodShm> out;
+  const json* items = field(pod_list, "items");
+  if (!items || !items->is_array()) return out;
+  for (const auto& pod : *items) {
+    const json* status = field(pod, "status");
+    if (!status || text(*status, "phase") != "Running") continue;
+    const json* spec = field(pod, "spec");
+    const json* md = field(pod, "metadata");
+    if (!spec || !md) continue;
+    const std::string volume = shm_mount(*spec);
+    if (volume.empty()) continue;
+    const json* volumes = field(*spec, "volumes");
+    if (!volumes || !volumes->is_array()) continue;
+    for (const auto& v : *volumes) {
+      const json* ed = field(v, "emptyDir");
+      if (text(v, "name") != volume || !ed || text(*ed, "medium") != "Memory") continue;
+      PodShm p;
+      p.namespace_name = text(*md, "namespace");
+      p.name = text(*md, "name");
+      p.uid = text(*md, "uid");
+      p.node = text(*spec, "nodeName");
+      p.volume = volume;
+      if (auto limit = text(*ed, "sizeLimit"); !limit.empty())
+        if (auto q = sizing::parse_size(limit)) p.size_limit = *q;
+      set_owner(*md, p);
+      out.push_back(std::move(p));
+      break;
+    }
+  }
+  return out;
+}
+
+std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, const json& summary) {
+  std::size_t found = 0;
+  const json* stats = field(summary, "pods");
+  if (!stats || !stats->is_array()) return 0;
+  for (const auto& ps : *stats) {
+    const json* ref = field(ps, "podRef");
+    const json* volumes = field(ps, "volume");
+    if (!ref || !volumes || !volumes->is_array()) continue;
+    const std::string uid = text(*ref, "uid"), ns = text(*ref, "namespace"), name = text(*ref, "name");
+    auto pod = std::find_if(pods.begin(), pods.end(), [&](const PodShm& p) {
+      return p.node == node && (uid.empty() || p.uid.empty() ? p.namespace_name == ns && p.name == name : p.uid == uid);
+    });
+    if (pod == pods.end()) continue;
+    for (const auto& v : *volumes) {
+      if (text(v, "name") != pod->volume) continue;
+      const std::uint64_t cap = number(v, "capacityBytes"), avail = number(v, "availableBytes");
+      if (cap == 0) continue;
+      pod->capacity = cap;
+      pod->used = cap > avail ? cap - avail : 0;
+      pod->du_bytes = number(v, "usedBytes");
+      pod->peak = std::max(pod->peak, *pod->used);
+      ++found;
+    }
+  }
+  return found;
+}
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::kUnknown: return "no stats yet";
+    case Verdict::kNearlyFull: return "nearly full";
+    case Verdict::kOversized: return "oversized";
+    case Verdict::kOk: return "ok";
+  }
+  return "?";
+}
+
+Verdict verdict(const PodShm& p, const sizing::Params& params) {
+  if (!p.capacity) return Verdict::kUnknown;
+  const std::uint64_t seen = std::max(p.peak, p.used.value_or(0));
+  if (seen >= *p.capacity / 10 * 9 + *p.capacity % 10 * 9 / 10) return Verdict::kNearlyFull;
+  if (*p.capacity / 4 > sizing::size_for_peak(seen, params)) return Verdict::kOversized;
+  return Verdict::kOk;
+}
+
+std::optional<std::uint64_t> suggestion(const PodShm& p, const sizing::Params& params) {
+  const Verdict v = verdict(p, params);
+  if (v != Verdict::kNearlyFull && v != Verdict::kOversized) return std::nullopt;
+  return sizing::size_for_peak(std::max(p.peak, p.used.value_or(0)), params);
+}
+
+}  // namespace shmguard::monitor

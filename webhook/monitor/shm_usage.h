@@ -1,0 +1,50 @@
+// How full each running pod's /dev/shm is, from what the API server and the kubelets say (README
+// "Is /dev/shm the right size?"). Pure: the pod list and each node's Summary API JSON in, one
+// record per pod out. Used = capacityBytes - availableBytes (statfs of the tmpfs): the kubelet's
+// usedBytes is a `du` walk, and PyTorch unlinks each segment as soon as it is made, so usedBytes
+// reads 0 for every DataLoader (measured on the test node: 604061696 used by df and by
+// capacity - available, 0 by usedBytes, 40 by `du -sb`).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sizing/formula.h"
+
+namespace shmguard::monitor {
+
+struct PodShm {
+  std::string namespace_name, name, uid, node;
+  std::string owner_kind, owner_name;  // the controller (a JobSet for its Jobs' pods); "" for a bare pod
+  std::string volume;                  // the Memory emptyDir mounted at /dev/shm
+  std::optional<std::uint64_t> size_limit;  // its sizeLimit, when set
+  // From the node's Summary API; unset until a summary names the volume (the kubelet reports a
+  // volume about a minute after the pod starts: its volume stats period).
+  std::optional<std::uint64_t> capacity;  // the tmpfs the kubelet mounted (capped at the memory limit)
+  std::optional<std::uint64_t> used;      // capacity - available
+  std::uint64_t du_bytes = 0;             // the kubelet's usedBytes, shown only to say why it is not used
+  std::uint64_t peak = 0;                 // the most `used` seen (top --watch, the monitor)
+};
+
+// Running pods of a PodList that mount a Memory-medium emptyDir at /dev/shm in a regular container,
+// whoever made it (shmguard or the user).
+std::vector<PodShm> shm_pods(const nlohmann::json& pod_list);
+
+// Fills capacity/used of the pods on `node` from its /stats/summary; returns how many it found.
+std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, const nlohmann::json& summary);
+
+enum class Verdict { kUnknown, kNearlyFull, kOversized, kOk };
+const char* verdict_name(Verdict v);  // "no stats yet", "nearly full", "oversized", "ok"
+
+// The most seen of `used` and `peak` at 90% of the mounted size or above: nearly full. A mounted
+// size more than 4x what that peak needs (size_for_peak): oversized. Without stats: unknown.
+Verdict verdict(const PodShm& p, const sizing::Params& params);
+
+// The shmguard.io/size the peak needs (sizing::size_for_peak, as `observe` proposes it), when the
+// verdict is nearly full or oversized.
+std::optional<std::uint64_t> suggestion(const PodShm& p, const sizing::Params& params);
+
+}  // namespace shmguard::monitor
