@@ -1,0 +1,190 @@
+"""`shmguard top` against the real kube-apiserver: the user's kubeconfig (client certificate, a bearer
+token, an exec credential plugin), the pod list, and each node's Summary API through the API
+server's node proxy. The kubelets are played by a small HTTPS server on the project's own bridge
+address (the API server refuses to proxy to a loopback node address); a second node points at a
+port where nothing listens. The real kubelet is tests/node's part."""
+import json
+import os
+import ssl
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import yaml
+
+from conftest import BIN, gen_certs
+
+LINK, ADDR = "shmguard-fk0", "10.213.9.1"  # the project's own address range (hack/node uses 10.213.0.0/24)
+MiB, GiB = 1 << 20, 1 << 30
+
+# Per pod: capacityBytes, availableBytes, usedBytes (a `du`: 0 for PyTorch's unlinked segments).
+VOLUMES = {"full": (2 * GiB, 2 * GiB // 20, 0),         # 95% used
+           "idle": (64 * GiB, 64 * GiB - 100 * MiB, 0),  # 100Mi of 64Gi
+           "half": (2147483648, 1543421952, 0)}           # the figures measured on the test node
+
+
+class FakeKubelet(BaseHTTPRequestHandler):
+    pods = []  # (namespace, name, uid)
+
+    def do_GET(self):  # noqa: N802
+        if self.path != "/stats/summary":
+            self.send_error(404)
+            return
+        body = {"node": {"nodeName": "fake-a"}, "pods": [
+            {"podRef": {"namespace": ns, "name": name, "uid": uid},
+             "volume": [{"name": "dshm", "capacityBytes": VOLUMES[name][0], "availableBytes": VOLUMES[name][1],
+                         "usedBytes": VOLUMES[name][2]}]} for ns, name, uid in self.pods]}
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def fleet(cluster, tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("the fake kubelet's address needs root (a bridge of its own)")
+    subprocess.run(["ip", "link", "del", LINK], capture_output=True)
+    subprocess.run(["ip", "link", "add", LINK, "type", "bridge"], check=True)
+    subprocess.run(["ip", "addr", "add", f"{ADDR}/32", "dev", LINK], check=True)
+    subprocess.run(["ip", "link", "set", LINK, "up"], check=True)
+    certs = gen_certs(tmp_path_factory.mktemp("kubelet"), "fake-a", "node")
+    server = ThreadingHTTPServer((ADDR, 0), FakeKubelet)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(certs / "tls.crt", certs / "tls.key")
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    dead_port = server.server_address[1] + 1 if server.server_address[1] < 65535 else 1
+    for node, port in (("fake-a", server.server_address[1]), ("fake-down", dead_port)):
+        cluster.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+        cluster.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p", json.dumps(
+            {"status": {"addresses": [{"type": "InternalIP", "address": ADDR}],
+                        "daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}}))
+    ns = cluster.namespace("top-test")
+    pods = []
+    for name, node in (("full", "fake-a"), ("idle", "fake-a"), ("half", "fake-a"), ("elsewhere", "fake-down")):
+        size = {"idle": "64Gi"}.get(name, "2Gi")
+        cluster.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "namespace": ns, "labels": {"app": "top"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": f"job-{name}", "uid": "0",
+                                 "controller": True}] if name != "half" else []},
+            "spec": {"nodeName": node, "containers": [{"name": "t", "image": "pytorch/pytorch",
+                                                       "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}],
+                     "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}}]}})
+        cluster.kubectl("patch", "pod", name, "-n", ns, "--subresource=status", "--type=merge",
+                        "-p", json.dumps({"status": {"phase": "Running"}}))
+        uid = cluster.get("pod", name, "-n", ns)["metadata"]["uid"]
+        if node == "fake-a":
+            pods.append((ns, name, uid))
+    FakeKubelet.pods = pods
+    try:
+        yield ns
+    finally:
+        server.shutdown()
+        for node in ("fake-a", "fake-down"):
+            cluster.kubectl("delete", "node", node, "--wait=false", check=False)
+        cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        subprocess.run(["ip", "link", "del", LINK], capture_output=True)
+
+
+def top(cluster, *args, kubeconfig=None):
+    env = dict(cluster.env)
+    if kubeconfig:
+        env["KUBECONFIG"] = str(kubeconfig)
+    return subprocess.run([BIN, "top", *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_top_shows_each_pods_use_from_capacity_minus_available(cluster, fleet):
+    r = top(cluster, "-n", fleet, "-o", "json")
+    assert r.returncode == 1, r.stderr  # a node gave no figures
+    out = json.loads(r.stdout)
+    by = {i["pod"]: i for i in out["items"]}
+    assert set(by) == {"full", "idle", "half", "elsewhere"}
+    assert by["half"]["usedBytes"] == 604061696 and by["half"]["kubeletUsedBytes"] == 0
+    assert by["half"]["mountedBytes"] == 2147483648 and by["half"]["verdict"] == "ok"
+    assert by["full"]["verdict"] == "nearly full" and by["full"]["usedBytes"] == 2 * GiB - 2 * GiB // 20
+    assert by["full"]["suggestedSize"] == "2919Mi"  # 95% of 2Gi (1945.6Mi) x 1.5, rounded up to a MiB
+    assert by["idle"]["verdict"] == "oversized" and by["idle"]["suggestedSize"] == "1Gi"
+    assert by["full"]["owner"] == {"kind": "Job", "name": "job-full"}
+    assert by["elsewhere"]["usedBytes"] is None and by["elsewhere"]["verdict"] == "no stats yet"
+    assert [n["node"] for n in out["failedNodes"]] == ["fake-down"]
+    assert "node fake-down:" in r.stderr and "its pods have no figures" in r.stderr
+
+
+def test_top_table_names_owner_bar_and_suggestion(cluster, fleet):
+    r = top(cluster, "-n", fleet, "-l", "app=top")
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["NAMESPACE/POD", "OWNER", "SIZE", "MOUNTED", "USED", "USE%", "VERDICT"]
+    half = next(line for line in lines if line.startswith(f"{fleet}/half "))
+    assert "2Gi" in half and "589904Ki" in half and "[#####..............." in half and "28.1%" in half and half.endswith("ok")
+    assert f"suggestion: Job/job-full (namespace {fleet}): shmguard.io/size: 2919Mi" in lines
+    assert f"suggestion: Job/job-idle (namespace {fleet}): shmguard.io/size: 1Gi" in lines
+
+
+def sa_kubeconfig(cluster, tmp_path, fleet, node_proxy, exec_plugin=False):
+    """A kubeconfig for a service account that may list pods in `fleet` only (and, with `node_proxy`,
+    get nodes/proxy), by token or by an exec plugin."""
+    cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "viewer", "namespace": fleet}})
+    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "list-pods", "namespace": fleet},
+                   "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]})
+    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "list-pods", "namespace": fleet},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "list-pods"},
+                   "subjects": [{"kind": "ServiceAccount", "name": "viewer", "namespace": fleet}]})
+    cluster.kubectl("delete", "clusterrolebinding", "shmguard-top-test", "--ignore-not-found")
+    if node_proxy:
+        cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                       "metadata": {"name": "shmguard-top-test"},
+                       "rules": [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]})
+        cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                       "metadata": {"name": "shmguard-top-test"},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "shmguard-top-test"},
+                       "subjects": [{"kind": "ServiceAccount", "name": "viewer", "namespace": fleet}]})
+    token = cluster.kubectl("create", "token", "viewer", "-n", fleet).stdout.strip()
+    admin = yaml.safe_load(open(cluster.env["KUBECONFIG"]))
+    user = {"token": token}
+    if exec_plugin:
+        plugin = tmp_path / "cred.sh"
+        cred = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}
+        plugin.write_text("#!/bin/sh\n[ -n \"$KUBERNETES_EXEC_INFO\" ] || exit 3\ncat <<'EOF'\n" + json.dumps(cred) + "\nEOF\n")
+        plugin.chmod(0o755)
+        user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}}
+    cfg = dict(admin, users=[{"name": "admin", "user": user}])
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_a_user_without_the_node_proxy_is_told_which_permission_is_missing(cluster, fleet, tmp_path):
+    cfg = sa_kubeconfig(cluster, tmp_path, fleet, node_proxy=False)
+    r = top(cluster, "-n", fleet, "-o", "json", kubeconfig=cfg)
+    assert r.returncode == 1
+    assert "top needs `get nodes/proxy`" in r.stderr and "node fake-a:" in r.stderr, r.stderr
+    r = top(cluster, "-A", kubeconfig=cfg)
+    assert r.returncode == 2 and "cannot list pods" in r.stderr and "in every namespace (-A)" in r.stderr, r.stderr
+
+
+def test_an_exec_credential_plugin_gives_the_token(cluster, fleet, tmp_path):
+    cfg = sa_kubeconfig(cluster, tmp_path, fleet, node_proxy=True, exec_plugin=True)
+    r = top(cluster, "-n", fleet, "-o", "json", kubeconfig=cfg)
+    by = {i["pod"]: i for i in json.loads(r.stdout)["items"]}
+    assert by["half"]["usedBytes"] == 604061696, r.stderr
+
+
+def test_watch_keeps_the_peak(cluster, fleet):
+    r = top(cluster, "-n", fleet, "--watch", "2s", "--interval", "1", "-l", "app=top")
+    assert r.stdout.splitlines()[0].split()[-2:] == ["PEAK", "VERDICT"]
+
+
+def test_bad_kubeconfig_is_an_error_that_names_it(cluster, tmp_path):
+    bad = tmp_path / "config"
+    bad.write_text("apiVersion: v1\nclusters: [\n")
+    r = top(cluster, kubeconfig=bad)
+    assert r.returncode == 2 and str(bad) in r.stderr and "invalid kubeconfig" in r.stderr, r.stderr
