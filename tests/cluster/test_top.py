@@ -166,7 +166,7 @@ def test_a_user_without_the_node_proxy_is_told_which_permission_is_missing(clust
     cfg = sa_kubeconfig(cluster, tmp_path, fleet, node_proxy=False)
     r = top(cluster, "-n", fleet, "-o", "json", kubeconfig=cfg)
     assert r.returncode == 1
-    assert "top needs `get nodes/proxy`" in r.stderr and "node fake-a:" in r.stderr, r.stderr
+    assert "needs `get nodes/proxy`" in r.stderr and "node fake-a:" in r.stderr, r.stderr
     r = top(cluster, "-A", kubeconfig=cfg)
     assert r.returncode == 2 and "cannot list pods" in r.stderr and "in every namespace (-A)" in r.stderr, r.stderr
 
@@ -188,3 +188,65 @@ def test_bad_kubeconfig_is_an_error_that_names_it(cluster, tmp_path):
     bad.write_text("apiVersion: v1\nclusters: [\n")
     r = top(cluster, kubeconfig=bad)
     assert r.returncode == 2 and str(bad) in r.stderr and "invalid kubeconfig" in r.stderr, r.stderr
+
+
+def metrics(port):
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        return r.read().decode()
+
+
+def wait_for(pred, timeout=30):
+    import time
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            if v := pred():
+                return v
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def test_monitor_exports_use_size_peak_and_node_health_and_warns_at_90_percent(cluster, fleet):
+    import signal
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([BIN, "monitor", "--listen", f"127.0.0.1:{port}", "--period", "1", "--kubelet-insecure-tls",
+                             "--kubelet-timeout", "2"], env=cluster.env, stderr=subprocess.PIPE, text=True)
+    try:
+        def scraped():
+            m = metrics(port)
+            return m if "shmguard_shm_used_bytes{" in m else None
+        text = wait_for(scraped)
+        labels = f'namespace="{fleet}",pod="half",owner_kind="",owner_name=""'
+        assert f"shmguard_shm_used_bytes{{{labels}}} 604061696\n" in text
+        assert f"shmguard_shm_size_bytes{{{labels}}} 2147483648\n" in text
+        assert f"shmguard_shm_peak_bytes{{{labels}}} 604061696\n" in text
+        assert f'shmguard_shm_used_bytes{{namespace="{fleet}",pod="full",owner_kind="Job",owner_name="job-full"}}' in text
+        assert 'pod="elsewhere"' not in text  # its kubelet is down: no figures, never a made-up 0
+        assert 'shmguard_node_last_good_scrape_age_seconds{node="fake-a"}' in text
+        assert 'shmguard_node_last_good_scrape_age_seconds{node="fake-down"}' not in text
+        wait_for(lambda: 'shmguard_node_scrape_errors_total{node="fake-down"} 2' in metrics(port))
+        for family in ("shmguard_shm_used_bytes", "shmguard_shm_size_bytes", "shmguard_shm_peak_bytes",
+                       "shmguard_node_scrape_errors_total", "shmguard_node_last_good_scrape_age_seconds"):
+            assert f"# TYPE {family} " in text and f"# HELP {family} " in text
+        # The pod at 95% gets one Event, with the suggestion; the others none.
+        events = wait_for(lambda: [e for e in cluster.get("events", "-n", fleet)["items"]
+                                   if e["reason"] == "ShmNearlyFull"] or None)
+        assert [e["involvedObject"]["name"] for e in events] == ["full"]
+        assert "95% full" in events[0]["message"] and "shmguard.io/size: 2919Mi" in events[0]["message"]
+        assert events[0]["type"] == "Warning" and events[0]["source"]["component"] == "shmguard-monitor"
+        # A pod that is gone takes its series with it.
+        cluster.kubectl("delete", "pod", "idle", "-n", fleet, "--grace-period=0", "--force")
+        wait_for(lambda: 'pod="idle"' not in metrics(port))
+        assert len([e for e in cluster.get("events", "-n", fleet)["items"] if e["reason"] == "ShmNearlyFull"]) == 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "node fake-down:" in err and "cycle 1:" in err

@@ -27,6 +27,7 @@
 #include "cli/report.h"
 #include "cli/review.h"
 #include "cli/top.h"
+#include "cli/monitor.h"
 #include "config/config.h"
 #include "inject/annotations.h"
 #include "inject/recognize.h"
@@ -336,10 +337,12 @@ struct Commands {
   std::string review_wait = "0s";
   ObserveArgs observe_args;
   TopArgs top_args;
+  MonitorArgs monitor_args;
+  std::string monitor_config;
   std::string top_config;
   std::string fn_config;
   CLI::App *serve = nullptr, *mutate = nullptr, *check = nullptr, *size = nullptr, *review = nullptr,
-           *observe = nullptr, *top = nullptr, *fn = nullptr, *version = nullptr;
+           *observe = nullptr, *top = nullptr, *monitor = nullptr, *fn = nullptr, *version = nullptr;
 };
 
 void add_serve(CLI::App& app, Commands& c) {
@@ -458,6 +461,18 @@ void add_observe_fn_version(CLI::App& app, Commands& c) {
   c.top->add_option("-o,--output", c.top_args.output, "table or json")->check(CLI::IsMember({"table", "json"}));
   c.top->add_option("--request-timeout", c.top_args.timeout_s, "seconds per request to the API server")->capture_default_str();
   c.top->add_option("--config", c.top_config, "YAML config file (headroom and min, for the suggestion)");
+  c.monitor = app.add_subcommand("monitor", "Scrape every kubelet's /dev/shm use on a period; serve Prometheus metrics; warn at 90% with an Event");
+  c.monitor->add_option("--kubeconfig", c.monitor_args.kubeconfig, "kubeconfig file (default: in-cluster)");
+  c.monitor->add_option("--context", c.monitor_args.context, "kubeconfig context");
+  c.monitor->add_option("--listen", c.monitor_args.listen, "HOST:PORT for /metrics and /healthz")->capture_default_str();
+  c.monitor->add_option("--period", c.monitor_args.period_s, "seconds between scrape cycles")->capture_default_str();
+  c.monitor->add_option("--kubelet-timeout", c.monitor_args.timeout_s, "seconds per kubelet (and API request)")->capture_default_str();
+  c.monitor->add_option("--parallel", c.monitor_args.parallel, "kubelets read at once")->capture_default_str();
+  c.monitor->add_option("--kubelet-ca", c.monitor_args.kubelet_ca, "PEM CA of the kubelets' serving certificates")->check(CLI::ExistingFile);
+  c.monitor->add_flag("--kubelet-insecure-tls", c.monitor_args.kubelet_insecure_tls, "do not verify the kubelets' serving certificates");
+  c.monitor->add_flag("!--no-events", c.monitor_args.events, "do not write the 90% Event");
+  c.monitor->add_option("--cycles", c.monitor_args.cycles, "stop after this many cycles (0: until SIGTERM)")->capture_default_str();
+  c.monitor->add_option("--config", c.monitor_config, "YAML config file (headroom and min, for the suggestion)");
   c.fn = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
   c.fn->add_option("--config", c.fn_config, "YAML config file");
   c.version = app.add_subcommand("version", "Print the version");
@@ -490,6 +505,11 @@ int dispatch(Commands& c) {
     auto cfg = load_config(c.top_config);
     if (!cfg) return fail(cfg.error());
     return run_top(c.top_args, *cfg);
+  }
+  if (*c.monitor) {
+    auto cfg = load_config(c.monitor_config);
+    if (!cfg) return fail(cfg.error());
+    return run_monitor(c.monitor_args, *cfg);
   }
   if (*c.review) return review(c);
   if (*c.fn) {

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "base/parallel.h"
+#include "cli/kube_stats.h"
 #include "base/text.h"
 #include "cli/exit_codes.h"
 #include "kube/access.h"
@@ -29,50 +29,16 @@ int top_fail(const std::string& msg) {
   return kExitBadInput;
 }
 
-std::string url_encode(const std::string& s) {
-  std::ostringstream o;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') o << c;
-    else o << '%' << std::uppercase << std::hex << std::setw(2) << std::setfill('0') << static_cast<int>(c) << std::dec;
-  }
-  return o.str();
-}
-
-// The running pods that mount a Memory emptyDir at /dev/shm.
-Result<std::vector<PodShm>> list_pods(const kube::Access& access, const TopArgs& a, const std::string& ns) {
-  std::string path = a.all_namespaces ? "/api/v1/pods" : "/api/v1/namespaces/" + url_encode(ns) + "/pods";
-  path += "?fieldSelector=" + url_encode("status.phase=Running");
-  if (!a.selector.empty()) path += "&labelSelector=" + url_encode(a.selector);
-  auto r = kube::get(access, path, a.timeout_s);
-  if (!r) return r.failure_part();
-  if (r->status == 403 || r->status == 401)
-    return Failure{"cannot list pods: " + kube::error_message(*r) + " (top needs `list pods` " +
-                   (a.all_namespaces ? std::string("in every namespace (-A)") : "in namespace " + ns) + ")"};
-  if (r->status != 200) return Failure{"listing pods: HTTP " + std::to_string(r->status) + ": " + kube::error_message(*r)};
-  return monitor::shm_pods(r->body);
-}
-
-// Reads every node's summary in parallel; the nodes that gave none, with why.
-std::map<std::string, std::string> read_summaries(const kube::Access& access, const TopArgs& a, std::vector<PodShm>& pods) {
+// Every node the pods run on, read through the API server's node proxy; the ones that failed, with why.
+std::map<std::string, std::string> read_nodes(const kube::Access& access, const TopArgs& a, std::vector<PodShm>& pods) {
   std::set<std::string> names;
   for (const auto& p : pods)
     if (!p.node.empty()) names.insert(p.node);
-  const std::vector<std::string> nodes(names.begin(), names.end());
-  std::vector<json> summaries(nodes.size());
-  std::vector<std::string> errors(nodes.size());
-  parallel_for(nodes.size(), 16, [&](unsigned, std::size_t i) {
-    auto r = kube::get(access, "/api/v1/nodes/" + url_encode(nodes[i]) + "/proxy/stats/summary", a.timeout_s);
-    if (!r) errors[i] = r.error();
-    else if (r->status == 403 || r->status == 401)
-      errors[i] = kube::error_message(*r) + " (top needs `get nodes/proxy`: the API server's node proxy)";
-    else if (r->status != 200) errors[i] = "HTTP " + std::to_string(r->status) + ": " + kube::error_message(*r);
-    else summaries[i] = std::move(r->body);
-  });
+  std::vector<NodeTarget> nodes;
+  for (const auto& n : names) nodes.push_back({n, std::nullopt});
   std::map<std::string, std::string> failed;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (!errors[i].empty()) failed[nodes[i]] = errors[i];
-    else monitor::apply_summary(pods, nodes[i], summaries[i]);
-  }
+  for (const auto& s : read_summaries(access, nodes, pods, a.timeout_s, 16))
+    if (!s.ok) failed[s.node] = s.error;
   return failed;
 }
 
@@ -155,15 +121,15 @@ int run_top(const TopArgs& a, const config::Config& cfg) {
   auto access = kube::load_access(a.kubeconfig, a.context);
   if (!access) return top_fail(access.error());
   const std::string ns = a.namespace_name.empty() ? "default" : a.namespace_name;
-  auto pods = list_pods(*access, a, ns);
+  auto pods = list_shm_pods(*access, {a.all_namespaces, ns, a.selector}, a.timeout_s);
   if (!pods) return top_fail(pods.error());
-  auto failed = read_summaries(*access, a, *pods);
+  auto failed = read_nodes(*access, a, *pods);
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(*watch_s);
   while (*watch_s > 0 && std::chrono::steady_clock::now() + std::chrono::seconds(a.interval_s) <= end) {
     std::this_thread::sleep_for(std::chrono::seconds(a.interval_s));
     std::vector<PodShm> again = *pods;  // the same pods: their peaks carry over
     for (auto& p : again) p.capacity.reset(), p.used.reset();
-    failed = read_summaries(*access, a, again);
+    failed = read_nodes(*access, a, again);
     *pods = std::move(again);
   }
   if (a.output == "json") {

@@ -236,7 +236,9 @@ Result<Access> load_access(const std::string& kubeconfig, const std::string& con
   return Failure{"no kubeconfig: give --kubeconfig, set KUBECONFIG, or create ~/.kube/config"};
 }
 
-Result<Response> get(const Access& a, const std::string& path, int timeout_s) {
+namespace {
+
+Result<Response> request(const Access& a, const std::string& path, const json* post_body, int timeout_s) {
   X509Ptr cert(nullptr, X509_free);
   KeyPtr key(nullptr, EVP_PKEY_free);
   if (!a.client_cert_pem.empty()) {
@@ -254,9 +256,10 @@ Result<Response> get(const Access& a, const std::string& path, int timeout_s) {
   cli.set_write_timeout(timeout_s, 0);
   httplib::Headers headers{{"Accept", "application/json"}};
   if (!a.token.empty()) headers.emplace("Authorization", "Bearer " + a.token);
-  auto res = cli.Get((a.base_path + path).c_str(), headers);
+  auto res = post_body ? cli.Post((a.base_path + path).c_str(), headers, post_body->dump(), "application/json")
+                       : cli.Get((a.base_path + path).c_str(), headers);
   if (!res) {
-    std::string why = "cannot reach the API server at " + a.host + ":" + std::to_string(a.port) + " (" + a.where + "): " +
+    std::string why = "cannot reach " + a.host + ":" + std::to_string(a.port) + " (" + a.where + "): " +
                       httplib::to_string(res.error());
     if (long v = cli.get_openssl_verify_result(); v != 0) why += std::string(": ") + X509_verify_cert_error_string(v);
     return Failure{why};
@@ -267,6 +270,25 @@ Result<Response> get(const Access& a, const std::string& path, int timeout_s) {
   r.body = json::parse(res->body, nullptr, false);
   if (r.body.is_discarded()) r.body = nullptr;
   return r;
+}
+
+}  // namespace
+
+Result<Response> get(const Access& a, const std::string& path, int timeout_s) { return request(a, path, nullptr, timeout_s); }
+
+Result<Response> post(const Access& a, const std::string& path, const json& body, int timeout_s) {
+  return request(a, path, &body, timeout_s);
+}
+
+Access at_kubelet(const Access& a, const std::string& host, int port, const std::string& ca_pem, bool insecure) {
+  Access k = a;
+  k.where = "the kubelet at " + host + ":" + std::to_string(port);
+  k.host = host;
+  k.port = port;
+  k.base_path.clear();
+  k.ca_pem = ca_pem;
+  k.insecure = insecure;
+  return k;
 }
 
 std::string error_message(const Response& r) {

@@ -35,6 +35,14 @@ struct Response {
 // server; any HTTP status is a Response (the caller says what a 403 means for it).
 Result<Response> get(const Access& access, const std::string& path, int timeout_s);
 
+// POST a JSON body (an Event) to `path`; as get.
+Result<Response> post(const Access& access, const std::string& path, const nlohmann::json& body, int timeout_s);
+
+// The same credentials (the bearer token) aimed at a kubelet: `host`:`port`, verified against
+// `ca_pem` unless `insecure` (kubelets often serve self-signed certificates, as metrics-server's
+// --kubelet-insecure-tls allows).
+Access at_kubelet(const Access& access, const std::string& host, int port, const std::string& ca_pem, bool insecure);
+
 // The message of an API error response: the Status's message, else the body.
 std::string error_message(const Response& r);
 

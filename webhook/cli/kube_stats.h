@@ -1,0 +1,37 @@
+// Where `top` and `monitor` get their figures: the running pods with a /dev/shm from the API
+// server, and each node's Summary API, through the API server's node proxy (top, with the user's
+// `nodes/proxy`) or from the kubelet itself (monitor, with `nodes/stats`, as metrics-server does).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "kube/access.h"
+#include "monitor/shm_usage.h"
+#include "monitor/tracker.h"
+
+namespace shmguard::cli {
+
+struct PodQuery {
+  bool all_namespaces = false;
+  std::string namespace_name;
+  std::string selector;
+};
+
+Result<std::vector<monitor::PodShm>> list_shm_pods(const kube::Access& api, const PodQuery& q, int timeout_s);
+
+struct NodeTarget {
+  std::string name;
+  std::optional<kube::Access> kubelet;  // set: ask the kubelet itself; unset: the API server's node proxy
+};
+
+// Reads the nodes' summaries (up to `threads` at once, each bounded by `timeout_s`, so a dead
+// kubelet stalls nothing) into `pods`; one result per node, with why it failed.
+std::vector<monitor::NodeScrape> read_summaries(const kube::Access& api, const std::vector<NodeTarget>& nodes,
+                                                std::vector<monitor::PodShm>& pods, int timeout_s, unsigned threads);
+
+std::string url_encode(const std::string& s);
+
+}  // namespace shmguard::cli

@@ -1,0 +1,93 @@
+// The monitor's memory and metrics (see tracker.h).
+#include "monitor/tracker.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace shmguard::monitor {
+namespace {
+
+std::string key(const PodShm& p) { return p.uid.empty() ? p.namespace_name + "/" + p.name : p.uid; }
+
+std::string pod_labels(const PodShm& p) {
+  return "{namespace=\"" + label_value(p.namespace_name) + "\",pod=\"" + label_value(p.name) + "\",owner_kind=\"" +
+         label_value(p.owner_kind) + "\",owner_name=\"" + label_value(p.owner_name) + "\"}";
+}
+
+void family(std::string& out, const char* name, const char* type, const char* help) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+std::string seconds(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string label_value(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+void Tracker::update(const std::vector<PodShm>& pods, const std::vector<NodeScrape>& nodes, double now_s) {
+  ++cycles_;
+  newly_full_.clear();
+  std::map<std::string, PodShm> next;
+  for (const auto& p : pods) {
+    PodShm cur = p;
+    if (auto old = pods_.find(key(p)); old != pods_.end()) {
+      cur.peak = std::max(cur.peak, old->second.peak);
+      if (!cur.capacity) {  // no figures this time (its node did not answer): keep the last ones
+        cur.capacity = old->second.capacity;
+        cur.used = old->second.used;
+      }
+    }
+    if (cur.capacity && cur.peak >= *cur.capacity / 10 * 9 && !warned_[key(cur)]) {
+      warned_[key(cur)] = true;
+      newly_full_.push_back(cur);
+    }
+    next.emplace(key(cur), std::move(cur));
+  }
+  for (auto it = warned_.begin(); it != warned_.end();) it = next.count(it->first) ? std::next(it) : warned_.erase(it);
+  pods_ = std::move(next);
+  for (const auto& n : nodes) {
+    Node& s = nodes_[n.node];
+    if (n.ok) s.last_good_s = now_s;
+    else ++s.errors;
+  }
+}
+
+std::string Tracker::exposition(double now_s) const {
+  std::string out;
+  out.reserve(256 + pods_.size() * 3 * 160);
+  family(out, "shmguard_shm_used_bytes", "gauge", "Bytes in use in the pod's /dev/shm (capacity - available of its tmpfs).");
+  for (const auto& [k, p] : pods_)
+    if (p.used) out += "shmguard_shm_used_bytes" + pod_labels(p) + " " + std::to_string(*p.used) + "\n";
+  family(out, "shmguard_shm_size_bytes", "gauge", "Size of the tmpfs the kubelet mounted at the pod's /dev/shm.");
+  for (const auto& [k, p] : pods_)
+    if (p.capacity) out += "shmguard_shm_size_bytes" + pod_labels(p) + " " + std::to_string(*p.capacity) + "\n";
+  family(out, "shmguard_shm_peak_bytes", "gauge", "Most bytes seen in use in the pod's /dev/shm while it lives.");
+  for (const auto& [k, p] : pods_)
+    if (p.capacity) out += "shmguard_shm_peak_bytes" + pod_labels(p) + " " + std::to_string(p.peak) + "\n";
+  family(out, "shmguard_node_scrape_errors_total", "counter", "Summary API scrapes of the node that failed.");
+  for (const auto& [n, s] : nodes_)
+    out += "shmguard_node_scrape_errors_total{node=\"" + label_value(n) + "\"} " + std::to_string(s.errors) + "\n";
+  family(out, "shmguard_node_last_good_scrape_age_seconds", "gauge",
+         "Seconds since the node's Summary API last answered (absent: never).");
+  for (const auto& [n, s] : nodes_)
+    if (s.last_good_s >= 0)
+      out += "shmguard_node_last_good_scrape_age_seconds{node=\"" + label_value(n) + "\"} " + seconds(now_s - s.last_good_s) + "\n";
+  family(out, "shmguard_monitor_cycles_total", "counter", "Scrape cycles done.");
+  out += "shmguard_monitor_cycles_total " + std::to_string(cycles_) + "\n";
+  return out;
+}
+
+}  // namespace shmguard::monitor

@@ -1,0 +1,50 @@
+// What `shmguard monitor` remembers between scrapes and exports: each live pod's last use and its
+// peak while it lives, each node's scrape health, as Prometheus text (exposition format 0.0.4).
+// Pure: scrape results in, metrics text and the pods to warn about out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "monitor/shm_usage.h"
+
+namespace shmguard::monitor {
+
+struct NodeScrape {
+  std::string node;
+  bool ok = false;
+  std::string error;  // why not, for the log
+};
+
+class Tracker {
+ public:
+  // One scrape cycle at `now_s` (seconds, any epoch): `pods` are the live pods with what the
+  // summaries said. Pods missing from `pods` are gone: their series disappear.
+  void update(const std::vector<PodShm>& pods, const std::vector<NodeScrape>& nodes, double now_s);
+
+  // Pods whose use first reached 90% of their mounted size in the last update (each pod once in
+  // its life): the monitor writes an Event on each.
+  const std::vector<PodShm>& newly_full() const { return newly_full_; }
+
+  std::string exposition(double now_s) const;
+
+  std::size_t pods() const { return pods_.size(); }
+
+ private:
+  struct Node {
+    double last_good_s = -1;
+    std::uint64_t errors = 0;
+  };
+  std::map<std::string, PodShm> pods_;  // by uid (namespace/name when there is none)
+  std::map<std::string, bool> warned_;  // by uid: an Event was written
+  std::map<std::string, Node> nodes_;
+  std::vector<PodShm> newly_full_;
+  std::uint64_t cycles_ = 0;
+};
+
+// A Prometheus label value: backslash, double quote and line feed escaped.
+std::string label_value(const std::string& v);
+
+}  // namespace shmguard::monitor
