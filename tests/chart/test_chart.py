@@ -383,3 +383,31 @@ def test_kustomize_builds_deploy():
     for k in ["Namespace", "Deployment", "Service", "MutatingWebhookConfiguration", "Certificate", "Issuer"]:
         assert k in kinds
     assert "Pod" not in kinds
+
+
+def test_monitor_is_off_by_default_and_least_privileged_when_on():
+    docs, _ = objects()
+    assert not [d for d in docs if d["metadata"]["name"].endswith("-monitor")]
+    docs, by_kind = objects(sets=["monitor.enabled=true", "monitor.prometheusRule.enabled=true",
+                                  "monitor.serviceMonitor.enabled=true", "monitor.period=1m", "monitor.events=false"])
+    mon = [d for d in docs if d["metadata"]["name"] == "shmguard-monitor"]
+    assert sorted(d["kind"] for d in mon) == ["ClusterRole", "ClusterRoleBinding", "Deployment", "PrometheusRule",
+                                              "Service", "ServiceAccount", "ServiceMonitor"]
+    role = next(d for d in mon if d["kind"] == "ClusterRole")
+    granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    assert granted == {("", "nodes", "list"), ("", "nodes", "watch"), ("", "pods", "list"), ("", "pods", "watch"),
+                       ("", "nodes/stats", "get"), ("", "events", "create")}
+    dep = next(d for d in mon if d["kind"] == "Deployment")
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    assert c["args"][:4] == ["monitor", "--listen=0.0.0.0:9090", "--period=60", "--kubelet-timeout=5"]
+    assert "--no-events" in c["args"] and "--kubelet-insecure-tls" not in c["args"]
+    # The webhook's Service never selects a monitor pod, nor the monitor's a webhook pod.
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    webhook_svc = next(d for d in by_kind["Service"] if d["metadata"]["name"] == "shmguard")
+    assert not all(pod_labels.get(k) == v for k, v in webhook_svc["spec"]["selector"].items())
+    rule = next(d for d in mon if d["kind"] == "PrometheusRule")
+    alerts = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
+    assert alerts["ShmguardShmNearlyFull"]["expr"] == "shmguard_shm_used_bytes / shmguard_shm_size_bytes >= 0.9"
+    assert alerts["ShmguardShmNearlyFull"]["for"] == "2m"
+    assert alerts["ShmguardShmOversized"]["expr"] == "shmguard_shm_peak_bytes / shmguard_shm_size_bytes < 0.125"
+    assert "{{ $labels.pod }}" in alerts["ShmguardShmNearlyFull"]["annotations"]["summary"]

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from conftest import BIN, gen_certs
+from conftest import BIN, SRC as BIN_SRC, gen_certs
 
 LINK, ADDR = "shmguard-fk0", "10.213.9.1"  # the project's own address range (hack/node uses 10.213.0.0/24)
 MiB, GiB = 1 << 20, 1 << 30
@@ -250,3 +250,27 @@ def test_monitor_exports_use_size_peak_and_node_health_and_warns_at_90_percent(c
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "node fake-down:" in err and "cycle 1:" in err
+
+
+def test_the_monitors_service_account_can_read_stats_and_write_events_and_nothing_else(cluster):
+    ns = cluster.namespace("shmguard-monitor-rbac")
+    rendered = subprocess.run([str(cluster.bindir / "helm"), "template", "rbac", str(BIN_SRC / "charts" / "shmguard"),
+                               "--namespace", ns, "--set", "monitor.enabled=true",
+                               "--show-only", "templates/monitor.yaml"], capture_output=True, text=True, check=True).stdout
+    objs = [o for o in yaml.safe_load_all(rendered) if o and o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    assert len(objs) == 3
+    for o in objs:
+        cluster.apply(o)
+    who = f"system:serviceaccount:{ns}:rbac-shmguard-monitor"
+    allowed = [("get", "nodes/stats"), ("list", "nodes"), ("list", "pods"), ("watch", "pods"), ("create", "events")]
+    denied = [("get", "nodes/proxy"), ("create", "pods/exec"), ("get", "secrets"), ("list", "secrets"),
+              ("create", "pods"), ("delete", "pods"), ("patch", "pods"), ("get", "configmaps"), ("update", "nodes"),
+              ("delete", "events")]
+    for verb, res in allowed + denied:
+        resource, _, sub = res.partition("/")
+        r = cluster.kubectl("auth", "can-i", verb, resource, *([f"--subresource={sub}"] if sub else []),
+                            "--as", who, "-A", check=False)
+        assert r.stdout.strip() == ("yes" if (verb, res) in allowed else "no"), (verb, res, r.stdout, r.stderr)
+    for o in objs:
+        cluster.kubectl("delete", o["kind"].lower(), o["metadata"]["name"], *(["-n", ns] if o["kind"] == "ServiceAccount" else []),
+                        check=False)

@@ -101,3 +101,33 @@ webhook (failurePolicy Ignore) lets every pod through unsized. */}}
 {{- $s := regexFind "[0-9]+s" $d | trimSuffix "s" | default "0" | int -}}
 {{- add (mul $h 3600) (mul $m 60) $s -}}
 {{- end -}}
+
+{{/* The monitor's pods: a name of their own, so the webhook's Service never selects them. */}}
+{{- define "shmguard.monitorName" -}}
+{{- printf "%s-monitor" (include "shmguard.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "shmguard.monitorSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "shmguard.name" . }}-monitor
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The monitor's alerts (PrometheusRule; `promtool test rules` reads the same text). */}}
+{{- define "shmguard.alertRules" -}}
+- alert: ShmguardShmNearlyFull
+  expr: shmguard_shm_used_bytes / shmguard_shm_size_bytes >= 0.9
+  for: {{ .Values.monitor.prometheusRule.nearlyFullFor }}
+  labels:
+    severity: warning
+  annotations:
+    summary: "/dev/shm of {{ "{{" }} $labels.namespace {{ "}}" }}/{{ "{{" }} $labels.pod {{ "}}" }} is {{ "{{" }} $value | humanizePercentage {{ "}}" }} full"
+    description: "A DataLoader that needs more shared memory dies with a bus error. Raise shmguard.io/size (or its batch-size/num-workers/sample-size) on {{ "{{" }} $labels.owner_kind {{ "}}" }}/{{ "{{" }} $labels.owner_name {{ "}}" }}; `shmguard top` suggests a size."
+- alert: ShmguardShmOversized
+  expr: shmguard_shm_peak_bytes / shmguard_shm_size_bytes < 0.125
+  for: {{ .Values.monitor.prometheusRule.oversizedFor }}
+  labels:
+    severity: info
+  annotations:
+    summary: "/dev/shm of {{ "{{" }} $labels.namespace {{ "}}" }}/{{ "{{" }} $labels.pod {{ "}}" }} never used 1/8 of its size"
+    description: "Its peak so far is under 1/8 of the size; a smaller shmguard.io/size frees memory the pod's limit counts. `shmguard top` suggests one."
+{{- end -}}
