@@ -183,6 +183,15 @@ def test_watch_keeps_the_peak(cluster, fleet):
     assert r.stdout.splitlines()[0].split()[-2:] == ["PEAK", "VERDICT"]
 
 
+def test_readmes_top_example_is_what_top_prints(cluster, fleet):
+    readme = (BIN_SRC / "README.md").read_text()
+    block = readme.split("$ kubectl shmguard top -n ml --watch 5m\n", 1)[1].split("   ```", 1)[0]
+    want = [" ".join(line.replace("ml/", f"{fleet}/").replace("namespace ml)", f"namespace {fleet})").split())
+            for line in block.strip().splitlines()]
+    r = top(cluster, "-n", fleet, "--watch", "2s", "--interval", "1", "-l", "app=top")
+    got = [" ".join(line.split()) for line in r.stdout.strip().splitlines()]
+    assert got == want, r.stdout
+
 def test_bad_kubeconfig_is_an_error_that_names_it(cluster, tmp_path):
     bad = tmp_path / "config"
     bad.write_text("apiVersion: v1\nclusters: [\n")
@@ -274,3 +283,4 @@ def test_the_monitors_service_account_can_read_stats_and_write_events_and_nothin
     for o in objs:
         cluster.kubectl("delete", o["kind"].lower(), o["metadata"]["name"], *(["-n", ns] if o["kind"] == "ServiceAccount" else []),
                         check=False)
+

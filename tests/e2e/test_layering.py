@@ -15,8 +15,10 @@ ALLOWED = {
     "inject": {"base", "sizing", "config"},
     "admission": {"base", "sizing", "config", "inject"},
     "manifests": {"base", "sizing", "config", "inject"},
+    "monitor": {"base", "sizing"},
+    "kube": {"base"},
     "server": {"base", "sizing", "config", "inject", "admission"},
-    "cli": {"base", "sizing", "config", "inject", "admission", "manifests", "server"},
+    "cli": {"base", "sizing", "config", "inject", "admission", "manifests", "server", "monitor", "kube"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
 

@@ -85,6 +85,45 @@ double wall_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// What the HTTP handlers and the scrape loop share.
+struct Shared {
+  std::mutex mu;
+  monitor::Tracker tracker;
+  bool ready = false;  // a cycle was done: /healthz says ok
+};
+
+// Nodes, pods, every kubelet's summary, the tracker's update, the Events; one log line.
+void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Config& cfg, const std::string& ca, int cycle,
+               Shared& state) {
+  const auto t0 = Clock::now();
+  auto nodes = list_nodes(api, a, ca);
+  auto pods = nodes ? list_shm_pods(api, {true, "", ""}, a.timeout_s) : nodes.failure_part();
+  if (!nodes || !pods) {
+    std::cerr << "shmguard monitor: cycle " << cycle << ": " << (nodes ? pods.error() : nodes.error()) << "\n";
+    return;
+  }
+  std::vector<NodeTarget> wanted;  // only nodes that run a pod with a /dev/shm
+  for (auto& n : *nodes)
+    if (std::any_of(pods->begin(), pods->end(), [&](const monitor::PodShm& p) { return p.node == n.name; }))
+      wanted.push_back(std::move(n));
+  auto scrapes = read_summaries(api, wanted, *pods, a.timeout_s, a.parallel);
+  std::size_t failed = 0;
+  for (const auto& s : scrapes)
+    if (!s.ok) ++failed, std::cerr << "shmguard monitor: node " << s.node << ": " << s.error << "\n";
+  std::vector<monitor::PodShm> full;
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    state.tracker.update(*pods, scrapes, wall_s());
+    full = state.tracker.newly_full();
+    state.ready = true;
+  }
+  if (a.events)
+    for (const auto& p : full) write_event(api, a, p, cfg);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  std::cerr << "shmguard monitor: cycle " << cycle << ": " << pods->size() << " pods on " << scrapes.size() << " nodes ("
+            << failed << " failed) in " << ms << " ms\n";
+}
+
 }  // namespace
 
 int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
@@ -103,18 +142,16 @@ int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
   const std::string host = a.listen.substr(0, colon);
   const int port = std::atoi(a.listen.c_str() + colon + 1);
 
-  std::mutex mu;
-  monitor::Tracker tracker;
-  bool ready = false;
+  Shared state;
   httplib::Server server;
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-    std::lock_guard<std::mutex> lock(mu);
-    res.set_content(tracker.exposition(wall_s()), "text/plain; version=0.0.4; charset=utf-8");
+    std::lock_guard<std::mutex> lock(state.mu);
+    res.set_content(state.tracker.exposition(wall_s()), "text/plain; version=0.0.4; charset=utf-8");
   });
   server.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
-    std::lock_guard<std::mutex> lock(mu);
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "ok\n" : "no cycle done yet\n", "text/plain");
+    std::lock_guard<std::mutex> lock(state.mu);
+    res.status = state.ready ? 200 : 503;
+    res.set_content(state.ready ? "ok\n" : "no cycle done yet\n", "text/plain");
   });
   if (!server.bind_to_port(host.c_str(), port)) return monitor_fail("cannot listen on " + a.listen);
   std::thread http([&] { server.listen_after_bind(); });
@@ -123,33 +160,7 @@ int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
   signal(SIGPIPE, SIG_IGN);
 
   for (int cycle = 1; !g_stop && (a.cycles == 0 || cycle <= a.cycles); ++cycle) {
-    const auto t0 = Clock::now();
-    auto nodes = list_nodes(*api, a, ca);
-    auto pods = nodes ? list_shm_pods(*api, {true, "", ""}, a.timeout_s) : nodes.failure_part();
-    if (!nodes || !pods) {
-      std::cerr << "shmguard monitor: cycle " << cycle << ": " << (nodes ? pods.error() : nodes.error()) << "\n";
-    } else {
-      std::vector<NodeTarget> wanted;  // only nodes that run a pod with a /dev/shm
-      for (auto& n : *nodes)
-        if (std::any_of(pods->begin(), pods->end(), [&](const monitor::PodShm& p) { return p.node == n.name; }))
-          wanted.push_back(std::move(n));
-      auto scrapes = read_summaries(*api, wanted, *pods, a.timeout_s, a.parallel);
-      std::vector<monitor::PodShm> full;
-      std::size_t failed = 0;
-      for (const auto& s : scrapes)
-        if (!s.ok) ++failed, std::cerr << "shmguard monitor: node " << s.node << ": " << s.error << "\n";
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        tracker.update(*pods, scrapes, wall_s());
-        full = tracker.newly_full();
-        ready = true;
-      }
-      if (a.events)
-        for (const auto& p : full) write_event(*api, a, p, cfg);
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-      std::cerr << "shmguard monitor: cycle " << cycle << ": " << pods->size() << " pods on " << scrapes.size()
-                << " nodes (" << failed << " failed) in " << ms << " ms\n";
-    }
+    one_cycle(*api, a, cfg, ca, cycle, state);
     if (a.cycles != 0 && cycle == a.cycles) break;
     for (int i = 0; i < a.period_s * 10 && !g_stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

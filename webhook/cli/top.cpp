@@ -64,9 +64,10 @@ void render_table(const std::vector<PodShm>& pods, bool watch, const sizing::Par
   if (watch) rows[0].push_back("PEAK");
   rows[0].push_back("VERDICT");
   for (const auto& p : pods) {
-    std::vector<std::string> r{p.namespace_name + "/" + p.name, owner(p), q(p.size_limit), q(p.capacity), q(p.used),
+    std::vector<std::string> r{p.namespace_name + "/" + p.name, owner(p), q(p.size_limit), q(p.capacity),
+                               p.used ? sizing::format_human(*p.used) : "-",
                                p.capacity ? bar(p.used.value_or(0), *p.capacity) : "", percent(p)};
-    if (watch) r.push_back(p.capacity ? sizing::format_quantity(p.peak) : "-");
+    if (watch) r.push_back(p.capacity ? sizing::format_human(p.peak) : "-");
     r.push_back(monitor::verdict_name(monitor::verdict(p, params)));
     rows.push_back(std::move(r));
   }
