@@ -48,9 +48,10 @@ std::vector<monitor::NodeScrape> read_summaries(const kube::Access& api, const s
     else if (r->status != 200) out[i].error = "HTTP " + std::to_string(r->status) + ": " + kube::error_message(*r);
     else summaries[i] = std::move(r->body);
   });
+  const auto index = monitor::index_pods(pods);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     out[i].ok = out[i].error.empty();
-    if (out[i].ok) monitor::apply_summary(pods, nodes[i].name, summaries[i]);
+    if (out[i].ok) monitor::apply_summary(pods, index, nodes[i].name, summaries[i]);
   }
   return out;
 }

@@ -94,7 +94,18 @@ std::vector<PodShm> shm_pods(const json& pod_list) {
   return out;
 }
 
-std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, const json& summary) {
+PodIndex index_pods(const std::vector<PodShm>& pods) {
+  PodIndex index;
+  index.reserve(pods.size() * 2);
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    if (!pods[i].uid.empty()) index.emplace(pods[i].uid, i);
+    index.emplace(pods[i].namespace_name + "/" + pods[i].name, i);
+  }
+  return index;
+}
+
+std::size_t apply_summary(std::vector<PodShm>& pods, const PodIndex& index, const std::string& node,
+                          const json& summary) {
   std::size_t found = 0;
   const json* stats = field(summary, "pods");
   if (!stats || !stats->is_array()) return 0;
@@ -102,23 +113,26 @@ std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, co
     const json* ref = field(ps, "podRef");
     const json* volumes = field(ps, "volume");
     if (!ref || !volumes || !volumes->is_array()) continue;
-    const std::string uid = text(*ref, "uid"), ns = text(*ref, "namespace"), name = text(*ref, "name");
-    auto pod = std::find_if(pods.begin(), pods.end(), [&](const PodShm& p) {
-      return p.node == node && (uid.empty() || p.uid.empty() ? p.namespace_name == ns && p.name == name : p.uid == uid);
-    });
-    if (pod == pods.end()) continue;
+    const std::string uid = text(*ref, "uid");
+    auto at = index.find(uid.empty() ? text(*ref, "namespace") + "/" + text(*ref, "name") : uid);
+    if (at == index.end() || pods[at->second].node != node) continue;
+    PodShm& pod = pods[at->second];
     for (const auto& v : *volumes) {
-      if (text(v, "name") != pod->volume) continue;
+      if (text(v, "name") != pod.volume) continue;
       const std::uint64_t cap = number(v, "capacityBytes"), avail = number(v, "availableBytes");
       if (cap == 0) continue;
-      pod->capacity = cap;
-      pod->used = cap > avail ? cap - avail : 0;
-      pod->du_bytes = number(v, "usedBytes");
-      pod->peak = std::max(pod->peak, *pod->used);
+      pod.capacity = cap;
+      pod.used = cap > avail ? cap - avail : 0;
+      pod.du_bytes = number(v, "usedBytes");
+      pod.peak = std::max(pod.peak, *pod.used);
       ++found;
     }
   }
   return found;
+}
+
+std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, const json& summary) {
+  return apply_summary(pods, index_pods(pods), node, summary);
 }
 
 const char* verdict_name(Verdict v) {

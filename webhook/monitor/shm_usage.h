@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sizing/formula.h"
@@ -33,7 +34,14 @@ struct PodShm {
 // whoever made it (shmguard or the user).
 std::vector<PodShm> shm_pods(const nlohmann::json& pod_list);
 
+// Where each pod is in a vector of them: by uid, and by "namespace/name" for pods without one.
+using PodIndex = std::unordered_map<std::string, std::size_t>;
+PodIndex index_pods(const std::vector<PodShm>& pods);
+
 // Fills capacity/used of the pods on `node` from its /stats/summary; returns how many it found.
+// `index` is index_pods(pods), built once for every node's summary.
+std::size_t apply_summary(std::vector<PodShm>& pods, const PodIndex& index, const std::string& node,
+                          const nlohmann::json& summary);
 std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, const nlohmann::json& summary);
 
 enum class Verdict { kUnknown, kNearlyFull, kOversized, kOk };
