@@ -63,11 +63,11 @@ void BM_MonitorCycle10kPods(benchmark::State& state) {
   double now = 0;
   std::size_t bytes = 0;
   for (auto _ : state) {
-    auto pods = monitor::shm_pods(json::parse(list));
+    auto pods = monitor::shm_pods(monitor::parse_pod_list(list));
     const auto index = monitor::index_pods(pods);
     std::vector<monitor::NodeScrape> nodes;
     for (int n = 0; n < kNodes; ++n) {
-      monitor::apply_summary(pods, index, "node-" + std::to_string(n), json::parse(texts[static_cast<std::size_t>(n)]));
+      monitor::apply_summary(pods, index, "node-" + std::to_string(n), monitor::parse_summary(texts[static_cast<std::size_t>(n)]));
       nodes.push_back({"node-" + std::to_string(n), true, ""});
     }
     tracker.update(pods, nodes, now += 30);

@@ -238,7 +238,7 @@ Result<Access> load_access(const std::string& kubeconfig, const std::string& con
 
 namespace {
 
-Result<Response> request(const Access& a, const std::string& path, const json* post_body, int timeout_s) {
+Result<Response> request(const Access& a, const std::string& path, const json* post_body, int timeout_s, bool raw) {
   X509Ptr cert(nullptr, X509_free);
   KeyPtr key(nullptr, EVP_PKEY_free);
   if (!a.client_cert_pem.empty()) {
@@ -267,17 +267,21 @@ Result<Response> request(const Access& a, const std::string& path, const json* p
   Response r;
   r.status = res->status;
   r.text = res->body;
-  r.body = json::parse(res->body, nullptr, false);
-  if (r.body.is_discarded()) r.body = nullptr;
+  if (!raw || r.status != 200) {
+    r.body = json::parse(res->body, nullptr, false);
+    if (r.body.is_discarded()) r.body = nullptr;
+  }
   return r;
 }
 
 }  // namespace
 
-Result<Response> get(const Access& a, const std::string& path, int timeout_s) { return request(a, path, nullptr, timeout_s); }
+Result<Response> get(const Access& a, const std::string& path, int timeout_s, bool raw) {
+  return request(a, path, nullptr, timeout_s, raw);
+}
 
 Result<Response> post(const Access& a, const std::string& path, const json& body, int timeout_s) {
-  return request(a, path, &body, timeout_s);
+  return request(a, path, &body, timeout_s, false);
 }
 
 Access at_kubelet(const Access& a, const std::string& host, int port, const std::string& ca_pem, bool insecure) {

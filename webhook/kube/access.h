@@ -33,7 +33,8 @@ struct Response {
 
 // GET `path` (with query) from the API server. A transport failure is a Failure naming the
 // server; any HTTP status is a Response (the caller says what a 403 means for it).
-Result<Response> get(const Access& access, const std::string& path, int timeout_s);
+// `raw`: leave `body` null and the caller parses `text` (a large list, parsed with a filter).
+Result<Response> get(const Access& access, const std::string& path, int timeout_s, bool raw = false);
 
 // POST a JSON body (an Event) to `path`; as get.
 Result<Response> post(const Access& access, const std::string& path, const nlohmann::json& body, int timeout_s);

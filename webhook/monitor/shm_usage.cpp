@@ -2,6 +2,8 @@
 #include "monitor/shm_usage.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 #include "sizing/quantity.h"
 
@@ -59,7 +61,31 @@ void set_owner(const json& pod_md, PodShm& p) {
   }
 }
 
+// Parses `text` keeping only object keys in `keep` (at any depth).
+json parse_keeping(const std::string& text, const std::unordered_set<std::string_view>& keep) {
+  json::parser_callback_t cb = [&keep](int, json::parse_event_t event, json& parsed) {
+    return event != json::parse_event_t::key || keep.count(parsed.get_ref<const std::string&>()) > 0;
+  };
+  return json::parse(text, cb, false);
+}
+
 }  // namespace
+
+json parse_pod_list(const std::string& text) {
+  static const std::unordered_set<std::string_view> keep{"items", "metadata", "name", "namespace", "uid", "labels", "ownerReferences", "kind",
+                                "controller", "jobset.sigs.k8s.io/jobset-name", "spec", "nodeName", "containers",
+                                "volumeMounts", "mountPath", "volumes", "emptyDir", "medium", "sizeLimit", "status",
+                                "phase"};
+  json j = parse_keeping(text, keep);
+  return j.is_discarded() ? json() : j;
+}
+
+json parse_summary(const std::string& text) {
+  static const std::unordered_set<std::string_view> keep{"pods", "podRef", "name", "namespace", "uid", "volume",
+                                                         "capacityBytes", "availableBytes", "usedBytes"};
+  json j = parse_keeping(text, keep);
+  return j.is_discarded() ? json() : j;
+}
 
 std::vector<PodShm> shm_pods(const json& pod_list) {
   std::vector<PodShm> out;

@@ -30,6 +30,12 @@ struct PodShm {
   std::uint64_t peak = 0;                 // the most `used` seen (top --watch, the monitor)
 };
 
+// A PodList or a Summary API response parsed keeping only the fields these functions read (a
+// cluster's pod list carries managedFields, env, probes... that would otherwise be held in memory
+// each cycle); a body that is not JSON gives null.
+nlohmann::json parse_pod_list(const std::string& text);
+nlohmann::json parse_summary(const std::string& text);
+
 // Running pods of a PodList that mount a Memory-medium emptyDir at /dev/shm in a regular container,
 // whoever made it (shmguard or the user).
 std::vector<PodShm> shm_pods(const nlohmann::json& pod_list);
