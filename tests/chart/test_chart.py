@@ -411,3 +411,15 @@ def test_monitor_is_off_by_default_and_least_privileged_when_on():
     assert alerts["ShmguardShmNearlyFull"]["for"] == "2m"
     assert alerts["ShmguardShmOversized"]["expr"] == "shmguard_shm_peak_bytes / shmguard_shm_size_bytes < 0.125"
     assert "{{ $labels.pod }}" in alerts["ShmguardShmNearlyFull"]["annotations"]["summary"]
+
+
+def test_monitor_dashboard_is_a_configmap_grafana_picks_up():
+    docs, _ = objects(sets=["monitor.enabled=true", "monitor.dashboard.enabled=true"])
+    cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "shmguard-monitor-dashboard")
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    board = json.loads(cm["data"]["shmguard-shm.json"])
+    exprs = " ".join(t["expr"] for p in board["panels"] for t in p["targets"])
+    for metric in ("shmguard_shm_used_bytes", "shmguard_shm_size_bytes", "shmguard_shm_peak_bytes",
+                   "shmguard_node_last_good_scrape_age_seconds"):
+        assert metric in exprs
+    assert "topk(20, shmguard_shm_used_bytes" in exprs  # the pods nearest their limit
