@@ -2,13 +2,13 @@
 # Builds the libFuzzer targets with clang (+ASan/UBSan) and runs each for SECONDS (default 600),
 # JOBS at a time (default: one per core). Seeds come from the test data; a crashing input is
 # copied to tests/fuzz/regressions/<target>/ so the test suite replays it from then on.
-# usage: hack/fuzz.sh [SECONDS] [target...]     targets: admission quantity manifests config http
+# usage: hack/fuzz.sh [SECONDS] [target...]     targets: admission quantity manifests config http summary
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-600}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(admission quantity manifests config http)
+((${#targets[@]})) || targets=(admission quantity manifests config http summary)
 jobs=${JOBS:-$(nproc)}
 "$root/hack/deps.sh" fuzz
 dir="$root/build-fuzz"

@@ -2,7 +2,7 @@
 # Builds, once, the real Kubernetes components the cluster and node tests run: kube-apiserver,
 # kubectl, kubelet, kube-scheduler, kube-controller-manager and kube-proxy (k8s.io/kubernetes through
 # a wrapper module), etcd (go.etcd.io/etcd/server/v3 through a wrapper main), CoreDNS (a wrapper main
-# with the few plugins cluster DNS needs), helm and kustomize (go install). Everything lands in a cache outside the repository; nothing built
+# with the few plugins cluster DNS needs), helm, kustomize and Prometheus's promtool (go install). Everything lands in a cache outside the repository; nothing built
 # here is committed. Prints the directory holding the binaries on stdout, progress on stderr.
 # usage: bindir=$(hack/testbin.sh)      SHMGUARD_TESTBIN_CACHE overrides ~/.cache/shmguard-testbin
 set -euo pipefail
@@ -15,6 +15,7 @@ ETCD_VERSION=v3.5.17
 KUSTOMIZE_VERSION=v5.5.0  # standalone: kubectl's embedded kustomize has no --enable-exec
 COREDNS_VERSION=v1.11.4   # built against client-go v0.31, as the rest
 CRICTL_VERSION=v1.34.0    # the CRI v1 client; the newest served here that containerd 1.6 answers
+PROMETHEUS_VERSION=v0.316.0  # promtool (`test rules`, `check metrics`); added to the same bindir when missing
 # ./staging modules the module proxy here does not serve at v0.31.14 (it answers 403): each is
 # pinned to the newest v0.31.x that downloads (`go mod download -json k8s.io/NAME@v0.31.N`).
 STAGING_PINS="kube-scheduler=v0.31.13 kube-controller-manager=v0.31.13 endpointslice=v0.31.13 kube-proxy=v0.31.11"
@@ -154,6 +155,12 @@ build_crictl() {
   go_install crictl "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION" "-s -w"
 }
 
+build_promtool() {
+  [[ -x "$bindir/promtool" ]] && return
+  log "building promtool from prometheus $PROMETHEUS_VERSION (go install, a cold build takes several minutes)"
+  go_install promtool "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" "-s -w"
+}
+
 build_etcd() {
   [[ -x "$bindir/etcd" ]] && return
   log "building etcd $ETCD_VERSION (wrapper main around go.etcd.io/etcd/server/v3/etcdmain)"
@@ -172,13 +179,14 @@ EOF
 
 what=${1:-all}
 case "$what" in
-  all) build_etcd; build_helm; build_kustomize; build_kube; build_coredns; build_crictl ;;
+  all) build_etcd; build_helm; build_kustomize; build_kube; build_coredns; build_crictl; build_promtool ;;
   helm) build_helm ;;
   kustomize) build_kustomize ;;
   kube) build_kube ;;
   etcd) build_etcd ;;
   coredns) build_coredns ;;
   crictl) build_crictl ;;
-  *) log "unknown component $what (all|helm|kustomize|kube|etcd|coredns|crictl)"; exit 2 ;;
+  promtool) build_promtool ;;
+  *) log "unknown component $what (all|helm|kustomize|kube|etcd|coredns|crictl|promtool)"; exit 2 ;;
 esac
 echo "$bindir"

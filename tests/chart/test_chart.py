@@ -423,3 +423,54 @@ def test_monitor_dashboard_is_a_configmap_grafana_picks_up():
                    "shmguard_node_last_good_scrape_age_seconds"):
         assert metric in exprs
     assert "topk(20, shmguard_shm_used_bytes" in exprs  # the pods nearest their limit
+
+
+PROMTOOL = shutil.which("promtool")
+
+
+@pytest.mark.skipif(not PROMTOOL, reason="promtool not built (hack/testbin.sh builds it)")
+def test_monitor_alert_rules_fire_as_documented(tmp_path):
+    docs, _ = objects(sets=["monitor.enabled=true", "monitor.prometheusRule.enabled=true"])
+    rule = next(d for d in docs if d["kind"] == "PrometheusRule")
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    check = subprocess.run([PROMTOOL, "check", "rules", str(tmp_path / "rules.yaml")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    pod = 'namespace="ml",pod="{p}",owner_kind="Job",owner_name="{p}"'
+    gi = 1 << 30
+    tests = {"rule_files": ["rules.yaml"], "evaluation_interval": "30s", "tests": [{
+        "interval": "30s",
+        "input_series": [
+            # full: 95% from the start; warm: 85%, never alerts; idle: 100Mi of 64Gi for its whole life.
+            {"series": "shmguard_shm_used_bytes{" + pod.format(p="full") + "}", "values": f"{int(gi * 1.9)}x200"},
+            {"series": "shmguard_shm_size_bytes{" + pod.format(p="full") + "}", "values": f"{2 * gi}x200"},
+            {"series": "shmguard_shm_peak_bytes{" + pod.format(p="full") + "}", "values": f"{int(gi * 1.9)}x200"},
+            {"series": "shmguard_shm_used_bytes{" + pod.format(p="warm") + "}", "values": f"{int(gi * 1.7)}x200"},
+            {"series": "shmguard_shm_size_bytes{" + pod.format(p="warm") + "}", "values": f"{2 * gi}x200"},
+            {"series": "shmguard_shm_peak_bytes{" + pod.format(p="warm") + "}", "values": f"{int(gi * 1.7)}x200"},
+            {"series": "shmguard_shm_used_bytes{" + pod.format(p="idle") + "}", "values": f"{100 << 20}x200"},
+            {"series": "shmguard_shm_size_bytes{" + pod.format(p="idle") + "}", "values": f"{64 * gi}x200"},
+            {"series": "shmguard_shm_peak_bytes{" + pod.format(p="idle") + "}", "values": f"{100 << 20}x200"},
+        ],
+        "alert_rule_test": [
+            {"eval_time": "1m", "alertname": "ShmguardShmNearlyFull", "exp_alerts": []},  # not yet 2m
+            {"eval_time": "3m", "alertname": "ShmguardShmNearlyFull", "exp_alerts": [{
+                "exp_labels": {"severity": "warning", "namespace": "ml", "pod": "full", "owner_kind": "Job",
+                               "owner_name": "full"},
+                "exp_annotations": {
+                    "summary": "/dev/shm of ml/full is 95% full",
+                    "description": "A DataLoader that needs more shared memory dies with a bus error. Raise "
+                                   "shmguard.io/size (or its batch-size/num-workers/sample-size) on Job/full; "
+                                   "`shmguard top` suggests a size."}}]},
+            {"eval_time": "30m", "alertname": "ShmguardShmOversized", "exp_alerts": []},
+            {"eval_time": "90m", "alertname": "ShmguardShmOversized", "exp_alerts": [{
+                "exp_labels": {"severity": "info", "namespace": "ml", "pod": "idle", "owner_kind": "Job",
+                               "owner_name": "idle"},
+                "exp_annotations": {
+                    "summary": "/dev/shm of ml/idle never used 1/8 of its size",
+                    "description": "Its peak so far is under 1/8 of the size; a smaller shmguard.io/size frees "
+                                   "memory the pod's limit counts. `shmguard top` suggests one."}}]},
+        ]}]}
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    r = subprocess.run([PROMTOOL, "test", "rules", str(tmp_path / "tests.yaml")], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr

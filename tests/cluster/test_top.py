@@ -5,6 +5,7 @@ address (the API server refuses to proxy to a loopback node address); a second n
 port where nothing listens. The real kubelet is tests/node's part."""
 import json
 import os
+import shutil
 import ssl
 import subprocess
 import threading
@@ -241,6 +242,10 @@ def test_monitor_exports_use_size_peak_and_node_health_and_warns_at_90_percent(c
         assert 'shmguard_node_last_good_scrape_age_seconds{node="fake-a"}' in text
         assert 'shmguard_node_last_good_scrape_age_seconds{node="fake-down"}' not in text
         wait_for(lambda: 'shmguard_node_scrape_errors_total{node="fake-down"} 2' in metrics(port))
+        promtool = shutil.which("promtool", path=cluster.env.get("PATH"))
+        if promtool:  # hack/testbin.sh builds it; the exposition must pass Prometheus's own lint
+            lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+            assert lint.returncode == 0, lint.stdout + lint.stderr
         for family in ("shmguard_shm_used_bytes", "shmguard_shm_size_bytes", "shmguard_shm_peak_bytes",
                        "shmguard_node_scrape_errors_total", "shmguard_node_last_good_scrape_age_seconds"):
             assert f"# TYPE {family} " in text and f"# HELP {family} " in text
