@@ -111,15 +111,6 @@ Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& a
   return files;
 }
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Result<std::string>::failure(path + ": cannot open: " + why());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Result<std::string>::failure(path + ": cannot read: " + why());
-  return ss.str();
-}
-
 Result<RewritePlan> plan_rewrite(const std::string& path) {
   RewritePlan p;
   p.path = path;

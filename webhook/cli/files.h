@@ -15,9 +15,6 @@ namespace shmguard::cli {
 // and the reason.
 Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& args);
 
-// A file's whole content; the error names the file and why it cannot be read.
-Result<std::string> read_file(const std::string& path);
-
 // How an in-place rewrite keeps the file what it was.
 struct RewritePlan {
   std::string path;    // as given

@@ -164,7 +164,7 @@ void gather_containers(const json& spec, const char* field, PodFacts& f, std::ui
     }
     if (std::string_view(field) != "containers") continue;
     if (auto m = resource_limit(c, "memory")) {
-      mem_sum += std::min<std::uint64_t>(*m, 1ULL << 62);
+      mem_sum += std::min<std::uint64_t>(*m, sizing::kArithmeticLimit);
       any_mem = true;
     }
   }

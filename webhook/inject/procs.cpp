@@ -15,7 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kEnvName = "PET_NPROC_PER_NODE";
 constexpr std::string_view kSeparator = ";";
 
 // One place that says how many processes there are, before its value is understood.
@@ -122,12 +121,12 @@ std::optional<Candidate> env_value(const json& container) {
   const json* env = child(container, "env");
   if (!env || !env->is_array()) return std::nullopt;
   for (const auto& e : *env) {
-    if (str_field(e, "name") != kEnvName) continue;
+    if (str_field(e, "name") != kProcsEnv) continue;
     const json* v = child(e, "value");
     std::string raw = v && v->is_string() ? expand_env(v->get<std::string>(), container)
                       : child(e, "valueFrom")   ? "(valueFrom)"
                                                 : "";
-    return Candidate{std::string(kEnvName), " in container " + container_name(container), raw};
+    return Candidate{std::string(kProcsEnv), " in container " + container_name(container), raw};
   }
   return std::nullopt;
 }
@@ -147,7 +146,7 @@ Gpus gpu_limit(const json& spec) {
     auto raw = lim ? value_text(*lim, "nvidia.com/gpu") : std::nullopt;
     if (!raw) continue;
     auto n = sizing::parse_count(*raw);
-    if (n) g.count += std::min<std::uint64_t>(*n, 1 << 20);
+    if (n) g.count += std::min<std::uint64_t>(*n, kMaxProcs);
     else if (g.invalid.empty()) g.invalid = in_quotes(*raw) + " in container " + container_name(c);
   }
   return g;
@@ -156,7 +155,7 @@ Gpus gpu_limit(const json& spec) {
 // A candidate's value as a count; nullopt with `why` when it gives none here.
 std::optional<std::uint64_t> resolve(const std::string& raw, std::uint64_t gpus, std::string& why) {
   if (auto n = sizing::parse_count(raw)) {
-    if (*n > 0) return std::min<std::uint64_t>(*n, 1 << 20);
+    if (*n > 0) return std::min<std::uint64_t>(*n, kMaxProcs);
     why = "must be at least 1";
     return std::nullopt;
   }
@@ -229,7 +228,6 @@ ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation
   if (owner) candidates.push_back({owner->field, "", owner->value, owner->gpus});
   if (gpus.count > 0) candidates.push_back({"nvidia.com/gpu limit", "", std::to_string(gpus.count)});
 
-  std::string chosen;
   if (annotation) {
     r.count = *annotation;
     r.source = "shmguard.io/procs-per-pod";

@@ -13,6 +13,11 @@ namespace shmguard::inject {
 
 // Offline only: the owning object's process count, which its operator hands to the pods as
 // PET_NPROC_PER_NODE ("PyTorchJob spec.nprocPerNode", "4").
+// The env Kubeflow's operators hand torchrun the process count in.
+inline constexpr const char* kProcsEnv = "PET_NPROC_PER_NODE";
+// No pod starts more processes than this; larger values are capped (they only feed arithmetic).
+inline constexpr std::uint64_t kMaxProcs = 1 << 20;
+
 struct OwnerProcs {
   std::string field;
   std::string value;

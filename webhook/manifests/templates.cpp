@@ -70,7 +70,7 @@ std::optional<inject::OwnerProcs> owner_procs(const json& obj, const std::string
       // auto and gpu count the GPUs the TrainJob gives each node.
       auto gpus = scalar_text(obj, {"spec", "trainer", "resourcesPerNode", "limits", "nvidia.com/gpu"});
       auto n = gpus ? sizing::parse_count(*gpus) : std::nullopt;
-      return inject::OwnerProcs{"TrainJob spec.trainer.numProcPerNode", *v, n ? std::min<std::uint64_t>(*n, 1 << 20) : 0};
+      return inject::OwnerProcs{"TrainJob spec.trainer.numProcPerNode", *v, n ? std::min<std::uint64_t>(*n, inject::kMaxProcs) : 0};
     }
   }
   return std::nullopt;
@@ -182,9 +182,9 @@ json operator_pod(const json& tmpl, const TemplateRef& ref) {
       json& env = c["env"];
       if (!env.is_array()) env = json::array();
       const bool has = std::any_of(env.begin(), env.end(), [](const json& e) {
-        return inject::str_field(e, "name") == "PET_NPROC_PER_NODE";
+        return inject::str_field(e, "name") == inject::kProcsEnv;
       });
-      if (!has) env.push_back({{"name", "PET_NPROC_PER_NODE"}, {"value", ref.owner_procs->value}});
+      if (!has) env.push_back({{"name", inject::kProcsEnv}, {"value", ref.owner_procs->value}});
     }
   }
   pod["metadata"] = md;

@@ -24,9 +24,6 @@ struct Params {
 // The headroom as a decimal ("1.5"), for explanations.
 std::string headroom_text(std::uint32_t headroom_milli);
 
-// Sizes are bounded well below 2^63 so every intermediate fits; anything above saturates.
-inline constexpr std::uint64_t kArithmeticLimit = 1ULL << 62;
-
 // `bytes` x the headroom, rounded up to a whole byte, saturating in `s`: the formula applies it to
 // the loaders' bytes, `observe` to a measured peak.
 std::uint64_t with_headroom(Saturating& s, std::uint64_t bytes, std::uint32_t headroom_milli);

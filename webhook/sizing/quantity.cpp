@@ -190,11 +190,10 @@ std::string format_human(std::uint64_t bytes) {
 
 std::optional<std::uint64_t> parse_count(std::string_view text) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
-  constexpr std::uint64_t kLimit = 1ULL << 62;
   std::uint64_t v = 0;
   for (char c : text) {
     v = v * 10 + static_cast<std::uint64_t>(c - '0');
-    if (v >= kLimit) return kLimit;
+    if (v >= kArithmeticLimit) return kArithmeticLimit;
   }
   return v;
 }

@@ -10,6 +10,9 @@
 
 namespace shmguard::sizing {
 
+// Sizes and counts are bounded well below 2^63 so every intermediate fits; anything above saturates.
+inline constexpr std::uint64_t kArithmeticLimit = 1ULL << 62;
+
 constexpr std::uint64_t kKi = 1024ULL;
 constexpr std::uint64_t kMi = kKi * 1024ULL;
 constexpr std::uint64_t kGi = kMi * 1024ULL;
