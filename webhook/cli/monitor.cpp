@@ -63,7 +63,8 @@ std::string now_rfc3339() {
 }
 
 void write_event(const kube::Access& api, const MonitorArgs& a, const monitor::PodShm& p, const config::Config& cfg) {
-  const auto suggestion = sizing::size_for_peak(p.peak, cfg.sizing);
+  // `p` is nearly full, so a suggestion is always there; the fallback only keeps the types honest.
+  const auto suggestion = monitor::suggestion(p, cfg.sizing).value_or(sizing::size_for_peak(p.peak, cfg.sizing));
   const std::string msg = "/dev/shm is " + std::to_string(p.peak * 100 / *p.capacity) + "% full (" +
                           sizing::format_quantity(p.peak) + " of " + sizing::format_quantity(*p.capacity) +
                           "); a DataLoader that needs more dies with a bus error. Suggested: shmguard.io/size: " +

@@ -171,10 +171,14 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
+bool nearly_full(const PodShm& p) {
+  return p.capacity && std::max(p.peak, p.used.value_or(0)) >= *p.capacity / 10 * 9 + *p.capacity % 10 * 9 / 10;
+}
+
 Verdict verdict(const PodShm& p, const sizing::Params& params) {
   if (!p.capacity) return Verdict::kUnknown;
   const std::uint64_t seen = std::max(p.peak, p.used.value_or(0));
-  if (seen >= *p.capacity / 10 * 9 + *p.capacity % 10 * 9 / 10) return Verdict::kNearlyFull;
+  if (nearly_full(p)) return Verdict::kNearlyFull;
   if (*p.capacity / 4 > sizing::size_for_peak(seen, params)) return Verdict::kOversized;
   return Verdict::kOk;
 }

@@ -53,7 +53,11 @@ std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, co
 enum class Verdict { kUnknown, kNearlyFull, kOversized, kOk };
 const char* verdict_name(Verdict v);  // "no stats yet", "nearly full", "oversized", "ok"
 
-// The most seen of `used` and `peak` at 90% of the mounted size or above: nearly full. A mounted
+// The most seen of `used` and `peak` at 90% of the mounted size or above (false without stats):
+// the one rule for top's verdict, the monitor's Event and README's alert.
+bool nearly_full(const PodShm& p);
+
+// Nearly full, as above. A mounted
 // size more than 4x what that peak needs (size_for_peak): oversized. Without stats: unknown.
 Verdict verdict(const PodShm& p, const sizing::Params& params);
 

@@ -50,7 +50,7 @@ void Tracker::update(const std::vector<PodShm>& pods, const std::vector<NodeScra
         cur.used = old->second.used;
       }
     }
-    if (cur.capacity && cur.peak >= *cur.capacity / 10 * 9 && !warned_[key(cur)]) {
+    if (nearly_full(cur) && !warned_[key(cur)]) {
       warned_[key(cur)] = true;
       newly_full_.push_back(cur);
     }
