@@ -41,6 +41,9 @@ CNF
   }
   sign apiserver "/CN=kube-apiserver" apiserver.cnf
   sign admin "/O=system:masters/CN=shmguard-test-admin" client.cnf
+  # The API server's client certificate at the kubelet (logs, exec, the node proxy): no group; the
+  # node's RBAC binds it to system:kubelet-api-admin, as kubeadm does.
+  sign kubelet-client "/CN=shmguard-test-apiserver-kubelet-client" client.cnf
   openssl genrsa -out sa.key 2048 2>/dev/null
   openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
   cd - >/dev/null
@@ -83,8 +86,11 @@ up() {
   echo $! >"$dir/etcd.pid"
   wait_for "http://127.0.0.1:$etcd_port/health" 30
   local p=$dir/pki node_flags=(--disable-admission-plugins ServiceAccount --enable-aggregator-routing=true)
-  # With a node the kubelet is reached at its InternalIP, 127.0.0.1, and Services by their ClusterIP.
-  [[ -n "$with_node" ]] && node_flags=(--kubelet-preferred-address-types InternalIP --enable-aggregator-routing=false)
+  # With a node the kubelet is reached at its InternalIP (the node's bridge address) with a client
+  # certificate, its serving certificate verified against the cluster CA; Services by their ClusterIP.
+  [[ -n "$with_node" ]] && node_flags=(--kubelet-preferred-address-types InternalIP --enable-aggregator-routing=false
+    --kubelet-client-certificate "$p/kubelet-client.crt" --kubelet-client-key "$p/kubelet-client.key"
+    --kubelet-certificate-authority "$p/ca.crt")
   "$bindir/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \

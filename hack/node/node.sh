@@ -5,7 +5,9 @@
 # Called by `hack/cluster.sh up --node` / `down`; not meant to be run alone.
 #   usage: hack/node/node.sh up|down DIR BINDIR     (DIR holds the control plane's pki/ and kubeconfig)
 #          hack/node/node.sh load DIR IMAGE...      (Docker's images into the node's containerd)
-# Every component listens on 127.0.0.1 but CoreDNS, which answers pods on the bridge's own address.
+# Every component listens on 127.0.0.1 but two that serve pods and the API server on the bridge's
+# own address: CoreDNS, and the kubelet, which is reached there as in a real cluster (webhook
+# authentication and authorization, anonymous off, a serving certificate from the cluster CA).
 # Pods live on the bridge NODE_BRIDGE (NODE_POD_CIDR); no rule lets them reach any other network.
 # Each process has a PID file under DIR/node and is stopped by PID; `down` also stops and removes
 # every pod sandbox through the CRI (so the CNI plugin removes its veth and netns), unmounts what the
@@ -23,9 +25,9 @@ log() { echo "node: $*" >&2; }
 source "$root/hack/lib.sh"
 
 # The node's fixed facts. The bridge name and the /24 are the project's own; nothing else uses them.
-# The node is named by its address, 127.0.0.1: the kubelet refuses a loopback --node-ip but takes
-# a --hostname-override that is an IP as its InternalIP, which is where the API server reaches it.
-NODE_NAME=127.0.0.1
+# The node's InternalIP is the bridge's address: the API server proxies to it (it refuses a
+# loopback node address) and pods reach the kubelet there, as metrics-server does.
+NODE_NAME=shmguard-node
 NODE_BRIDGE=shmguard0
 NODE_POD_CIDR=10.213.0.0/24
 NODE_GATEWAY=10.213.0.1
@@ -203,26 +205,60 @@ ports: [{name: https, port: $port, protocol: TCP}]
 EOF
 }
 
+# The kubelet's serving certificate, signed by the cluster CA for the node's name and address, so
+# that the API server (--kubelet-certificate-authority) and the monitor verify it.
+kubelet_cert() {
+  local p=$dir/pki
+  printf '[ext]\nbasicConstraints = critical,CA:FALSE\nkeyUsage = critical,digitalSignature\nextendedKeyUsage = serverAuth\nsubjectAltName = IP:%s,DNS:%s\n' \
+    "$NODE_GATEWAY" "$NODE_NAME" >"$node/kubelet-serving.cnf"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$node/kubelet-serving.key" \
+    -out "$node/kubelet-serving.csr" -subj "/CN=system:node:$NODE_NAME" 2>/dev/null
+  openssl x509 -req -in "$node/kubelet-serving.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
+    -out "$node/kubelet-serving.crt" -days 2 -extfile "$node/kubelet-serving.cnf" -extensions ext 2>/dev/null
+  rm -f "$node/kubelet-serving.csr"
+}
+
+# The API server's kubelet client certificate (hack/cluster.sh) gets what kubeadm gives it.
+kubelet_api_rbac() {
+  "$bindir/kubectl" --kubeconfig "$(kubeconfig)" apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: shmguard-test-apiserver-kubelet-client
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kubelet-api-admin"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: shmguard-test-apiserver-kubelet-client}]
+EOF
+}
+
+# As a real cluster's kubelet: on the node's address, a bearer token checked by TokenReview or a
+# client certificate from the cluster CA, then a SubjectAccessReview (nodes/stats, nodes/proxy...).
 kubelet_up() {
   local port healthz
   port=$(free_port); healthz=$(free_port)
   mkdir -p "$node/kubelet" "$node/pod-logs"
   : >"$node/resolv.conf"  # pods get cluster DNS only: no search domain or server of this host's
+  kubelet_cert
+  kubelet_api_rbac
   cat >"$node/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: $NODE_GATEWAY
 port: $port
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: $healthz
+tlsCertFile: $node/kubelet-serving.crt
+tlsPrivateKeyFile: $node/kubelet-serving.key
 containerRuntimeEndpoint: unix://$SOCK
 cgroupDriver: cgroupfs
 failSwapOn: false
 authentication:
-  anonymous: {enabled: true}
-  webhook: {enabled: false}
-authorization: {mode: AlwaysAllow}
+  anonymous: {enabled: false}
+  webhook: {enabled: true, cacheTTL: 10s}
+  x509: {clientCAFile: $dir/pki/ca.crt}
+authorization:
+  mode: Webhook
+  webhook: {cacheAuthorizedTTL: 10s, cacheUnauthorizedTTL: 10s}
 enforceNodeAllocatable: []
 evictionHard: {}
 imageGCHighThresholdPercent: 100
@@ -234,7 +270,7 @@ podLogsDir: $node/pod-logs
 serializeImagePulls: false
 EOF
   start kubelet "$bindir/kubelet" --config "$node/kubelet.yaml" --kubeconfig "$(kubeconfig)" \
-    --root-dir "$node/kubelet" --hostname-override "$NODE_NAME"
+    --root-dir "$node/kubelet" --hostname-override "$NODE_NAME" --node-ip "$NODE_GATEWAY"
   echo "$healthz" >"$node/kubelet.healthz-port"
 }
 

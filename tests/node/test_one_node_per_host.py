@@ -36,6 +36,6 @@ def test_a_second_node_waits_then_leaves_the_first_alone(node, tmp_path):
     assert CLAIM.read_text().strip() == f"{node.dir}/node"
     assert subprocess.run(["ip", "-o", "link", "show", "shmguard0"], capture_output=True, text=True).stdout == bridge
     assert "shmguard-node" in subprocess.run(["iptables-save", "-t", "filter"], capture_output=True, text=True).stdout
-    ready = node.get("node", "127.0.0.1")["status"]["conditions"]
+    ready = node.get("node", "shmguard-node")["status"]["conditions"]
     assert any(c["type"] == "Ready" and c["status"] == "True" for c in ready), ready
     assert not (tmp_path / "second" / "node").exists()

@@ -93,3 +93,42 @@ TEST(ShmUsage, NearlyFullAndOversizedGetTheSizeThePeakNeeds) {
   p.capacity = 2ULL << 30;  // a peak of 300Mi in 2Gi: within 4x of what it needs
   EXPECT_EQ(monitor::verdict(p, {}), monitor::Verdict::kOk);
 }
+
+// A node as the API server lists it: the kubelet's address and port from status; the images and
+// conditions that make a node's status tens of KB are dropped by the filtered parse.
+TEST(ShmUsage, EachNodesKubeletIsItsInternalIPAndDaemonEndpointPort) {
+  const json list = {
+      {"metadata", {{"continue", "tok"}}},
+      {"items",
+       {{{"metadata", {{"name", "gpu-1"}}},
+         {"status", {{"addresses", {{{"type", "Hostname"}, {"address", "gpu-1"}}, {{"type", "InternalIP"}, {"address", "10.0.3.7"}}}},
+                     {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 10250}}}}},
+                     {"images", {{{"names", {"ghcr.io/x/y:1"}}, {"sizeBytes", 1}}}}}}},
+        {{"metadata", {{"name", "edge"}}},
+         {"status", {{"addresses", {{{"type", "ExternalIP"}, {"address", "203.0.113.9"}}, {{"type", "Hostname"}, {"address", "edge.lan"}}}},
+                     {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 70000}}}}}}}},
+        {{"metadata", {{"name", "no-address"}}}, {"status", {{"addresses", json::array()}}}},
+        {{"metadata", {{"name", "custom-port"}}},
+         {"status", {{"addresses", {{{"type", "InternalIP"}, {"address", "10.0.3.8"}}}},
+                     {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 11250}}}}}}}}}}};
+  const json parsed = monitor::parse_node_list(list.dump());
+  EXPECT_EQ(parsed["metadata"]["continue"], "tok");
+  EXPECT_FALSE(parsed["items"][0]["status"].contains("images"));
+  const auto k = monitor::kubelet_addresses(parsed);
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k[0].node, "gpu-1");
+  EXPECT_EQ(k[0].address, "10.0.3.7");
+  EXPECT_EQ(k[0].port, 10250);
+  EXPECT_EQ(k[1].address, "edge.lan");  // Hostname before ExternalIP; a port out of range is the default
+  EXPECT_EQ(k[1].port, 10250);
+  EXPECT_EQ(k[2].port, 11250);
+  EXPECT_TRUE(monitor::parse_node_list("{").is_null());
+}
+
+TEST(ShmUsage, APodListPageKeepsItsContinueToken) {
+  json list = {{"metadata", {{"continue", "next-page"}, {"resourceVersion", "9"}}}, {"items", {pod("p", kMemory)}}};
+  const json parsed = monitor::parse_pod_list(list.dump());
+  EXPECT_EQ(parsed["metadata"]["continue"], "next-page");
+  EXPECT_FALSE(parsed["metadata"].contains("resourceVersion"));
+  EXPECT_EQ(monitor::shm_pods(parsed).size(), 1u);
+}

@@ -67,3 +67,31 @@ TEST(Tracker, WarnsOncePerPodWhenItFirstReaches90Percent) {
 TEST(Tracker, LabelValuesAreEscaped) {
   EXPECT_EQ(monitor::label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }
+
+TEST(Tracker, TheExpositionReadsBackWithItsLabelsUnescaped) {
+  monitor::Tracker t;
+  t.update({pod("a", 500)}, {{"n1", true, ""}, {"n2", false, "timeout"}}, 100);
+  const auto samples = monitor::parse_exposition(t.exposition(103));
+  std::vector<std::string> names;
+  for (const auto& s : samples) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"shmguard_shm_used_bytes", "shmguard_shm_size_bytes", "shmguard_shm_peak_bytes",
+                                             "shmguard_node_scrape_errors_total", "shmguard_node_scrape_errors_total",
+                                             "shmguard_node_last_good_scrape_age_seconds", "shmguard_monitor_cycles_total"}));
+  EXPECT_EQ(samples[0].labels.at("owner_name"), "j\"ob\\\n");
+  EXPECT_EQ(samples[0].labels.at("pod"), "a");
+  EXPECT_EQ(samples[0].value, 500);
+  EXPECT_EQ(samples[4].labels.at("node"), "n2");
+  EXPECT_EQ(samples[4].value, 1);
+  EXPECT_DOUBLE_EQ(samples[5].value, 3.0);
+  EXPECT_TRUE(samples[6].labels.empty());
+  EXPECT_EQ(samples[6].value, 1);
+}
+
+TEST(Tracker, LinesThatAreNotSamplesAreSkipped) {
+  const auto samples = monitor::parse_exposition("# HELP x y\nbroken{a=\"1\" 3\nno_value\nok{a=\"1\",} 2\n\nbare 4.5");
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].name, "ok");
+  EXPECT_EQ(samples[0].labels.at("a"), "1");
+  EXPECT_EQ(samples[1].name, "bare");
+  EXPECT_DOUBLE_EQ(samples[1].value, 4.5);
+}

@@ -338,6 +338,7 @@ struct Commands {
   ObserveArgs observe_args;
   TopArgs top_args;
   MonitorArgs monitor_args;
+  MonitorCheckArgs monitor_check;
   std::string monitor_config;
   std::string top_config;
   std::string fn_config;
@@ -468,11 +469,18 @@ void add_observe_fn_version(CLI::App& app, Commands& c) {
   c.monitor->add_option("--period", c.monitor_args.period_s, "seconds between scrape cycles")->capture_default_str();
   c.monitor->add_option("--kubelet-timeout", c.monitor_args.timeout_s, "seconds per kubelet (and API request)")->capture_default_str();
   c.monitor->add_option("--parallel", c.monitor_args.parallel, "kubelets read at once")->capture_default_str();
-  c.monitor->add_option("--kubelet-ca", c.monitor_args.kubelet_ca, "PEM CA of the kubelets' serving certificates")->check(CLI::ExistingFile);
+  c.monitor->add_option("--kubelet-ca", c.monitor_args.kubelet_ca, "PEM CA of the kubelets' serving certificates (default: the API server's CA)")->check(CLI::ExistingFile);
   c.monitor->add_flag("--kubelet-insecure-tls", c.monitor_args.kubelet_insecure_tls, "do not verify the kubelets' serving certificates");
   c.monitor->add_flag("!--no-events", c.monitor_args.events, "do not write the 90% Event");
   c.monitor->add_option("--cycles", c.monitor_args.cycles, "stop after this many cycles (0: until SIGTERM)")->capture_default_str();
   c.monitor->add_option("--config", c.monitor_config, "YAML config file (headroom and min, for the suggestion)");
+  auto* check = c.monitor->add_option("--check", c.monitor_check.url,
+                                      "instead of monitoring: ask the monitor at http://HOST:PORT until it has done a cycle "
+                                      "(what `helm test` runs)");
+  c.monitor->add_option("--expect-pod", c.monitor_check.expect_pod,
+                        "with --check: also until it reports this pod's /dev/shm (NAMESPACE/NAME)")->needs(check);
+  c.monitor->add_option("--check-timeout", c.monitor_check.timeout_s, "with --check: seconds to keep asking")
+      ->needs(check)->capture_default_str();
   c.fn = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
   c.fn->add_option("--config", c.fn_config, "YAML config file");
   c.version = app.add_subcommand("version", "Print the version");
@@ -506,6 +514,7 @@ int dispatch(Commands& c) {
     if (!cfg) return fail(cfg.error());
     return run_top(c.top_args, *cfg);
   }
+  if (*c.monitor && !c.monitor_check.url.empty()) return run_monitor_check(c.monitor_check);
   if (*c.monitor) {
     auto cfg = load_config(c.monitor_config);
     if (!cfg) return fail(cfg.error());

@@ -2,6 +2,8 @@
 #include "cli/kube_stats.h"
 
 #include <iomanip>
+#include <iterator>
+#include <mutex>
 #include <sstream>
 
 #include "base/parallel.h"
@@ -19,25 +21,70 @@ std::string url_encode(const std::string& s) {
   return o.str();
 }
 
+namespace {
+
+// Pages of a list, as kubectl reads them: a cluster's 10,000 pods are never one body in memory.
+constexpr int kListPage = 500;
+
+// GETs the list at `path` (with or without a query) page by page, each parsed by `parse` and given to
+// `take`. A transport failure or a page that is not JSON is a Failure naming `what`; an HTTP error
+// comes back as the Response, for the caller to say which permission it wants.
+template <typename Take>
+Result<std::optional<kube::Response>> list_pages(const kube::Access& api, const std::string& path, int timeout_s,
+                                                 const char* what, json (*parse)(const std::string&), Take&& take) {
+  std::string next;
+  do {
+    auto r = kube::get(api, path + (path.find('?') == std::string::npos ? "?" : "&") + "limit=" + std::to_string(kListPage) + (next.empty() ? "" : "&continue=" + url_encode(next)),
+                       timeout_s, true);
+    if (!r) return r.failure_part();
+    if (r->status != 200) return std::optional<kube::Response>(std::move(*r));
+    const json page = parse(r->text);
+    if (page.is_null()) return Failure{std::string("listing ") + what + ": the API server's answer is not JSON"};
+    take(page);
+    const json* md = page.contains("metadata") ? &page["metadata"] : nullptr;
+    next = md && md->is_object() && md->contains("continue") && (*md)["continue"].is_string() ? (*md)["continue"].get<std::string>() : "";
+  } while (!next.empty());
+  return std::optional<kube::Response>();
+}
+
+}  // namespace
+
 Result<std::vector<monitor::PodShm>> list_shm_pods(const kube::Access& api, const PodQuery& q, int timeout_s) {
   std::string path = q.all_namespaces ? "/api/v1/pods" : "/api/v1/namespaces/" + url_encode(q.namespace_name) + "/pods";
   path += "?fieldSelector=" + url_encode("status.phase=Running");
   if (!q.selector.empty()) path += "&labelSelector=" + url_encode(q.selector);
-  auto r = kube::get(api, path, timeout_s, true);
+  std::vector<monitor::PodShm> out;
+  auto r = list_pages(api, path, timeout_s, "pods", monitor::parse_pod_list, [&](const json& page) {
+    auto more = monitor::shm_pods(page);
+    out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  });
   if (!r) return r.failure_part();
-  if (r->status == 403 || r->status == 401)
-    return Failure{"cannot list pods: " + kube::error_message(*r) + " (needs `list pods` " +
+  if (*r && ((*r)->status == 403 || (*r)->status == 401))
+    return Failure{"cannot list pods: " + kube::error_message(**r) + " (needs `list pods` " +
                    (q.all_namespaces ? std::string("in every namespace (-A)") : "in namespace " + q.namespace_name) + ")"};
-  if (r->status != 200) return Failure{"listing pods: HTTP " + std::to_string(r->status) + ": " + kube::error_message(*r)};
-  const json list = monitor::parse_pod_list(r->text);
-  if (list.is_null()) return Failure{"listing pods: the API server's answer is not JSON"};
-  return monitor::shm_pods(list);
+  if (*r) return Failure{"listing pods: HTTP " + std::to_string((*r)->status) + ": " + kube::error_message(**r)};
+  return out;
+}
+
+Result<std::vector<NodeTarget>> list_kubelets(const kube::Access& api, int timeout_s, const std::string& kubelet_ca,
+                                              bool insecure) {
+  std::vector<NodeTarget> out;
+  auto r = list_pages(api, "/api/v1/nodes", timeout_s, "nodes", monitor::parse_node_list, [&](const json& page) {
+    for (const auto& k : monitor::kubelet_addresses(page))
+      out.push_back({k.node, kube::at_kubelet(api, k.address, k.port, kubelet_ca.empty() ? api.ca_pem : kubelet_ca, insecure)});
+  });
+  if (!r) return r.failure_part();
+  if (*r) return Failure{"cannot list nodes: " + kube::error_message(**r) + " (needs `list nodes`)"};
+  return out;
 }
 
 std::vector<monitor::NodeScrape> read_summaries(const kube::Access& api, const std::vector<NodeTarget>& nodes,
                                                 std::vector<monitor::PodShm>& pods, int timeout_s, unsigned threads) {
-  std::vector<json> summaries(nodes.size());
+  // Each summary is joined as soon as it is read, under the lock, so that at most `threads` of
+  // them are held at once (a 50-pod node's summary is ~150 KB of text).
   std::vector<monitor::NodeScrape> out(nodes.size());
+  const auto index = monitor::index_pods(pods);
+  std::mutex mu;
   parallel_for(nodes.size(), threads, [&](unsigned, std::size_t i) {
     const NodeTarget& n = nodes[i];
     out[i].node = n.name;
@@ -48,13 +95,13 @@ std::vector<monitor::NodeScrape> read_summaries(const kube::Access& api, const s
       out[i].error = kube::error_message(*r) + (n.kubelet ? " (the kubelet wants `get nodes/stats`)"
                                                           : " (needs `get nodes/proxy`: the API server's node proxy)");
     else if (r->status != 200) out[i].error = "HTTP " + std::to_string(r->status) + ": " + kube::error_message(*r);
-    else if ((summaries[i] = monitor::parse_summary(r->text)).is_null()) out[i].error = "the summary is not JSON";
-  });
-  const auto index = monitor::index_pods(pods);
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    else if (const json summary = monitor::parse_summary(r->text); summary.is_null()) out[i].error = "the summary is not JSON";
+    else {
+      std::lock_guard<std::mutex> lock(mu);
+      monitor::apply_summary(pods, index, n.name, summary);
+    }
     out[i].ok = out[i].error.empty();
-    if (out[i].ok) monitor::apply_summary(pods, index, nodes[i].name, summaries[i]);
-  }
+  });
   return out;
 }
 

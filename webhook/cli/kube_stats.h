@@ -27,6 +27,11 @@ struct NodeTarget {
   std::optional<kube::Access> kubelet;  // set: ask the kubelet itself; unset: the API server's node proxy
 };
 
+// Every node's kubelet (the monitor), reached with the API access's credentials and verified
+// against `kubelet_ca` (PEM; "" : the API server's CA, as metrics-server) unless `insecure`.
+Result<std::vector<NodeTarget>> list_kubelets(const kube::Access& api, int timeout_s, const std::string& kubelet_ca,
+                                              bool insecure);
+
 // Reads the nodes' summaries (up to `threads` at once, each bounded by `timeout_s`, so a dead
 // kubelet stalls nothing) into `pods`; one result per node, with why it failed.
 std::vector<monitor::NodeScrape> read_summaries(const kube::Access& api, const std::vector<NodeTarget>& nodes,

@@ -9,6 +9,8 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -30,29 +32,6 @@ void on_term(int) { g_stop = true; }
 int monitor_fail(const std::string& msg) {
   std::cerr << "shmguard monitor: " << msg << "\n";
   return kExitBadInput;
-}
-
-// Each node's kubelet: its InternalIP (else Hostname, ExternalIP) and its daemon endpoint port.
-Result<std::vector<NodeTarget>> list_nodes(const kube::Access& api, const MonitorArgs& a, const std::string& ca) {
-  auto r = kube::get(api, "/api/v1/nodes", a.timeout_s);
-  if (!r) return r.failure_part();
-  if (r->status != 200) return Failure{"cannot list nodes: " + kube::error_message(*r) + " (needs `list nodes`)"};
-  std::vector<NodeTarget> out;
-  for (const auto& n : r->body.value("items", json::array())) {
-    const std::string name = n.value("metadata", json::object()).value("name", "");
-    const json status = n.value("status", json::object());
-    std::string address;
-    for (const char* type : {"InternalIP", "Hostname", "ExternalIP"}) {
-      for (const auto& ad : status.value("addresses", json::array()))
-        if (address.empty() && ad.value("type", "") == type) address = ad.value("address", "");
-    }
-    int port = 10250;
-    if (auto ep = status.value("daemonEndpoints", json::object()).value("kubeletEndpoint", json::object()); ep.contains("Port"))
-      port = ep["Port"].is_number_integer() ? ep["Port"].get<int>() : port;
-    if (name.empty() || address.empty()) continue;
-    out.push_back({name, kube::at_kubelet(api, address, port, ca, a.kubelet_insecure_tls)});
-  }
-  return out;
 }
 
 std::string now_rfc3339() {
@@ -97,7 +76,7 @@ struct Shared {
 void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Config& cfg, const std::string& ca, int cycle,
                Shared& state) {
   const auto t0 = Clock::now();
-  auto nodes = list_nodes(api, a, ca);
+  auto nodes = list_kubelets(api, a.timeout_s, ca, a.kubelet_insecure_tls);
   auto pods = nodes ? list_shm_pods(api, {true, "", ""}, a.timeout_s) : nodes.failure_part();
   if (!nodes || !pods) {
     std::cerr << "shmguard monitor: cycle " << cycle << ": " << (nodes ? pods.error() : nodes.error()) << "\n";
@@ -125,7 +104,77 @@ void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Conf
             << failed << " failed) in " << ms << " ms\n";
 }
 
+// What a monitor's metrics say, for --check.
+struct Seen {
+  double cycles = -1;                      // -1: no answer yet
+  std::optional<monitor::Sample> size, used, peak;
+  std::map<std::string, std::pair<double, double>> nodes;  // errors, last good age (-1: never)
+  std::string error;                       // the last transport/HTTP failure
+};
+
+Seen look(httplib::Client& cli, const std::string& ns, const std::string& pod) {
+  Seen seen;
+  auto res = cli.Get("/metrics");
+  if (!res) return seen.error = httplib::to_string(res.error()), seen;
+  if (res->status != 200) return seen.error = "HTTP " + std::to_string(res->status), seen;
+  for (auto& smp : monitor::parse_exposition(res->body)) {
+    const bool ours = !pod.empty() && smp.labels["namespace"] == ns && smp.labels["pod"] == pod;
+    if (smp.name == "shmguard_monitor_cycles_total") seen.cycles = smp.value;
+    else if (ours && smp.name == "shmguard_shm_size_bytes") seen.size = smp;
+    else if (ours && smp.name == "shmguard_shm_used_bytes") seen.used = smp;
+    else if (ours && smp.name == "shmguard_shm_peak_bytes") seen.peak = smp;
+    else if (smp.name == "shmguard_node_scrape_errors_total") seen.nodes.try_emplace(smp.labels["node"], 0, -1).first->second.first = smp.value;
+    else if (smp.name == "shmguard_node_last_good_scrape_age_seconds") seen.nodes.try_emplace(smp.labels["node"], 0, -1).first->second.second = smp.value;
+  }
+  return seen;
+}
+
+std::string bytes(const std::optional<monitor::Sample>& s) {
+  return s ? sizing::format_quantity(static_cast<std::uint64_t>(s->value)) : "?";
+}
+
 }  // namespace
+
+int run_monitor_check(const MonitorCheckArgs& a) {
+  const std::string prefix = "http://";
+  if (a.url.compare(0, prefix.size(), prefix) != 0) return monitor_fail("--check " + a.url + ": want http://HOST:PORT");
+  const std::string ns = a.expect_pod.substr(0, a.expect_pod.find('/'));
+  const std::string pod = a.expect_pod.find('/') == std::string::npos ? "" : a.expect_pod.substr(a.expect_pod.find('/') + 1);
+  if (!a.expect_pod.empty() && (ns.empty() || pod.empty())) return monitor_fail("--expect-pod " + a.expect_pod + ": want NAMESPACE/NAME");
+  httplib::Client cli(a.url.substr(0, a.url.find('/', prefix.size())));
+  cli.set_connection_timeout(5);
+  cli.set_read_timeout(10);
+  const auto deadline = Clock::now() + std::chrono::seconds(a.timeout_s);
+  Seen seen;
+  for (;;) {
+    seen = look(cli, ns, pod);
+    if (seen.cycles >= 1 && (pod.empty() || seen.size)) break;
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  std::ostringstream nodes;
+  for (const auto& [name, v] : seen.nodes)
+    nodes << "\n  node " << name << ": " << static_cast<std::uint64_t>(v.first) << " failed scrapes, "
+          << (v.second < 0 ? std::string("never a good one (the monitor's log says why)")
+                           : "last good one " + std::to_string(static_cast<long>(v.second)) + "s ago");
+  if (seen.cycles < 1) {
+    std::cerr << "shmguard monitor --check: " << a.url << " did no cycle in " << a.timeout_s << "s"
+              << (seen.error.empty() ? "" : ": " + seen.error) << nodes.str() << "\n";
+    return kExitFindings;
+  }
+  if (!pod.empty() && !seen.size) {
+    std::cerr << "shmguard monitor --check: after " << static_cast<std::uint64_t>(seen.cycles) << " cycles the monitor at "
+              << a.url << " has no /dev/shm figures for " << a.expect_pod << " (the kubelet reports a volume about a "
+              << "minute after the pod starts)" << nodes.str() << "\n";
+    return kExitFindings;
+  }
+  std::cout << "shmguard monitor at " << a.url << ": " << static_cast<std::uint64_t>(seen.cycles) << " cycles";
+  if (!pod.empty())
+    std::cout << "; " << a.expect_pod << ": /dev/shm " << bytes(seen.used) << " used of " << bytes(seen.size) << " (peak "
+              << bytes(seen.peak) << ")";
+  std::cout << nodes.str() << "\n";
+  return kExitOk;
+}
 
 int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
   if (a.period_s < 1 || a.timeout_s < 1) return monitor_fail("--period and --kubelet-timeout must be at least 1 second");

@@ -24,4 +24,16 @@ struct MonitorArgs {
 
 int run_monitor(const MonitorArgs& a, const config::Config& cfg);
 
+// `shmguard monitor --check URL` (the chart's `helm test`): asks a running monitor for its metrics
+// until it has done a cycle and, with `expect_pod`, reports that pod's /dev/shm (so the pod list,
+// the kubelet's authentication and authorization of the monitor's token, and the summary all
+// worked). Exit 0 with what it saw; 1 when the time runs out, naming what was missing and each
+// node's failed scrapes.
+struct MonitorCheckArgs {
+  std::string url;         // http://HOST:PORT of the monitor's listener
+  std::string expect_pod;  // NAMESPACE/NAME, or ""
+  int timeout_s = 180;
+};
+int run_monitor_check(const MonitorCheckArgs& a);
+
 }  // namespace shmguard::cli

@@ -75,9 +75,40 @@ json parse_pod_list(const std::string& text) {
   static const std::unordered_set<std::string_view> keep{"items", "metadata", "name", "namespace", "uid", "labels", "ownerReferences", "kind",
                                 "controller", "jobset.sigs.k8s.io/jobset-name", "spec", "nodeName", "containers",
                                 "volumeMounts", "mountPath", "volumes", "emptyDir", "medium", "sizeLimit", "status",
-                                "phase"};
+                                "phase", "continue"};
   json j = parse_keeping(text, keep);
   return j.is_discarded() ? json() : j;
+}
+
+json parse_node_list(const std::string& text) {
+  // A node's status carries its images and conditions (tens of KB on a busy node): kept out.
+  static const std::unordered_set<std::string_view> keep{"items", "metadata", "name", "continue", "status", "addresses",
+                                                         "type", "address", "daemonEndpoints", "kubeletEndpoint", "Port"};
+  json j = parse_keeping(text, keep);
+  return j.is_discarded() ? json() : j;
+}
+
+std::vector<KubeletAddress> kubelet_addresses(const json& node_list) {
+  std::vector<KubeletAddress> out;
+  const json* items = field(node_list, "items");
+  if (!items || !items->is_array()) return out;
+  for (const auto& n : *items) {
+    const json* md = field(n, "metadata");
+    const json* status = field(n, "status");
+    KubeletAddress k;
+    k.node = md ? text(*md, "name") : "";
+    const json* addresses = status ? field(*status, "addresses") : nullptr;
+    for (const char* type : {"InternalIP", "Hostname", "ExternalIP"})
+      for (const auto& ad : addresses && addresses->is_array() ? *addresses : json::array())
+        if (k.address.empty() && text(ad, "type") == type) k.address = text(ad, "address");
+    const json* ep = status ? field(*status, "daemonEndpoints") : nullptr;
+    const json* kubelet = ep ? field(*ep, "kubeletEndpoint") : nullptr;
+    const json* port = kubelet ? field(*kubelet, "Port") : nullptr;
+    if (port && port->is_number_integer() && port->get<std::int64_t>() > 0 && port->get<std::int64_t>() < 65536)
+      k.port = port->get<int>();
+    if (!k.node.empty() && !k.address.empty()) out.push_back(std::move(k));
+  }
+  return out;
 }
 
 json parse_summary(const std::string& text) {

@@ -36,6 +36,17 @@ struct PodShm {
 nlohmann::json parse_pod_list(const std::string& text);
 nlohmann::json parse_summary(const std::string& text);
 
+nlohmann::json parse_node_list(const std::string& text);
+
+// Where each node's kubelet listens, from a NodeList: its InternalIP (else Hostname, ExternalIP)
+// and status.daemonEndpoints.kubeletEndpoint.Port (10250 when absent). Nodes without either are
+// left out.
+struct KubeletAddress {
+  std::string node, address;
+  int port = 10250;
+};
+std::vector<KubeletAddress> kubelet_addresses(const nlohmann::json& node_list);
+
 // Running pods of a PodList that mount a Memory-medium emptyDir at /dev/shm in a regular container,
 // whoever made it (shmguard or the user).
 std::vector<PodShm> shm_pods(const nlohmann::json& pod_list);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace shmguard::monitor {
 namespace {
@@ -33,6 +34,53 @@ std::string label_value(const std::string& v) {
     else if (c == '"') out += "\\\"";
     else if (c == '\n') out += "\\n";
     else out += c;
+  }
+  return out;
+}
+
+namespace {
+
+// `{a="x",b="y\"z"}` from `i` (at the brace) into `labels`; false when malformed.
+bool parse_labels(const std::string& line, std::size_t& i, std::map<std::string, std::string>& labels) {
+  ++i;
+  while (i < line.size() && line[i] != '}') {
+    const auto eq = line.find('=', i);
+    if (eq == std::string::npos || eq + 1 >= line.size() || line[eq + 1] != '"') return false;
+    std::string name = line.substr(i, eq - i), value;
+    for (i = eq + 2; i < line.size() && line[i] != '"'; ++i) {
+      if (line[i] == '\\' && i + 1 < line.size()) value += line[++i] == 'n' ? '\n' : line[i];
+      else value += line[i];
+    }
+    if (i >= line.size()) return false;
+    labels[name] = std::move(value);
+    if (++i < line.size() && line[i] == ',') ++i;
+  }
+  if (i >= line.size()) return false;
+  ++i;
+  return true;
+}
+
+}  // namespace
+
+std::vector<Sample> parse_exposition(const std::string& text) {
+  std::vector<Sample> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    Sample s;
+    std::size_t i = line.find_first_of("{ ");
+    if (i == std::string::npos) continue;
+    s.name = line.substr(0, i);
+    if (line[i] == '{' && !parse_labels(line, i, s.labels)) continue;
+    char* num_end = nullptr;
+    const char* num = line.c_str() + i;
+    s.value = std::strtod(num, &num_end);
+    if (num_end == num) continue;
+    out.push_back(std::move(s));
   }
   return out;
 }

@@ -47,4 +47,13 @@ class Tracker {
 // A Prometheus label value: backslash, double quote and line feed escaped.
 std::string label_value(const std::string& v);
 
+// One sample line of an exposition read back (`monitor --check`, the tests): comments and lines
+// that are not samples are skipped; label values are unescaped.
+struct Sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+std::vector<Sample> parse_exposition(const std::string& text);
+
 }  // namespace shmguard::monitor
