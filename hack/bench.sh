@@ -4,7 +4,11 @@
 #   2. wrk over TLS keep-alive against `shmguard serve`: 64 and 4 connections, requests/s and
 #      latency percentiles, and the server's peak resident memory.
 #   3. `shmguard mutate` over a generated 10,000-document file vs PyYAML load+dump.
-# usage: hack/bench.sh [engine|server|offline]...   (default: all)   DURATION=10s
+#   4. `shmguard monitor` and `shmguard top -A` against a fake fleet (hack/bench/fake_fleet.py: an
+#      API server and 200 kubelets x 50 pods on loopback), the monitor alone on CPU 0 and the fleet
+#      on CPU 1: each cycle's time, CPU per cycle and peak RSS; healthy, then with 5 slow kubelets
+#      (3 s) and one that never answers.
+# usage: hack/bench.sh [engine|server|offline|monitor]...   (default: all)   DURATION=10s
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/deps.sh" bench
@@ -12,9 +16,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/build/shmguard"
 duration=${DURATION:-10s}
 parts=("$@")
-((${#parts[@]})) || parts=(engine server offline)
+((${#parts[@]})) || parts=(engine server offline monitor)
 work=$(mktemp -d)
-trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill "${pid:-}" "${fleet:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 peak_rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 
@@ -78,6 +82,26 @@ yaml.dump_all(docs, open("/dev/null", "w"), Dumper=yaml.CSafeDumper)
   theirs=$(sed -n 's/^PyYAML load+dump: \([0-9.]*\) s.*/\1/p' "$work/py.txt")
   one=$(tail -1 "$work/report1.txt" | sed -n 's/^shmguard mutate -j 1: \([0-9.]*\) s.*/\1/p')
   [[ -n "$mine" && -n "$theirs" ]] && python3 -c "print(f'shmguard mutate is {$theirs / $mine:.1f}x PyYAML load+dump ({$theirs / ${one:-$mine}:.1f}x with -j 1, $(nproc) cores)')"
+  ;;
+monitor)
+  cycles=4
+  for fleet_args in "--slow 0 --hang 0" "--slow 5 --slow-seconds 3 --hang 1"; do
+    rm -rf "$work/fleet"
+    taskset -c 1 python3 "$root/hack/bench/fake_fleet.py" "$work/fleet" $fleet_args >"$work/fleet.out" 2>&1 &
+    fleet=$!
+    for _ in $(seq 120); do grep -q '^ready' "$work/fleet.out" && break; sleep 0.5; done
+    echo "== monitor: $(sed -n 's/^ready: //p' "$work/fleet.out")"
+    # Cycles back to back (--period 1); the first also builds the fake's pages and writes the Events.
+    /usr/bin/time -f "%U %S %M" -o "$work/mon.time" taskset -c 0 "$bin" monitor --kubeconfig "$work/fleet/kubeconfig" \
+      --listen 127.0.0.1:0 --period 1 --cycles $cycles 2>"$work/mon.log" || true
+    sed -n 's/^shmguard monitor: cycle \([0-9]*\): \(.*\)/  cycle \1: \2/p' "$work/mon.log"
+    read -r user sys rss <"$work/mon.time"
+    python3 -c "print(f'  monitor on one core: {($user + $sys) / $cycles:.2f} s CPU per cycle, peak RSS {$rss / 1024:.1f} MiB')"
+    /usr/bin/time -f "  top -A on one core: %e s, %U+%S s CPU, peak RSS %M KiB" taskset -c 0 "$bin" top -A \
+      --kubeconfig "$work/fleet/kubeconfig" -o json >/dev/null 2>"$work/top.log" || true
+    tail -1 "$work/top.log"
+    kill "$fleet"; wait "$fleet" 2>/dev/null || true; fleet=
+  done
   ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac

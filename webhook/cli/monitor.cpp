@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/parallel.h"
 #include "cli/exit_codes.h"
 #include "cli/kube_stats.h"
 #include "monitor/tracker.h"
@@ -57,8 +58,8 @@ void write_event(const kube::Access& api, const MonitorArgs& a, const monitor::P
                    {"firstTimestamp", now_rfc3339()}, {"lastTimestamp", now_rfc3339()}, {"count", 1}};
   auto r = kube::post(api, "/api/v1/namespaces/" + url_encode(p.namespace_name) + "/events", ev, a.timeout_s);
   if (!r || (r->status != 201 && r->status != 200))
-    std::cerr << "shmguard monitor: event on " << p.namespace_name << "/" << p.name << ": "
-              << (r ? kube::error_message(*r) + " (needs `create events`)" : r.error()) << "\n";
+    std::cerr << ("shmguard monitor: event on " + p.namespace_name + "/" + p.name + ": " +  // one write: threads
+                  (r ? kube::error_message(*r) + " (needs `create events`)" : r.error()) + "\n");
 }
 
 double wall_s() {
@@ -97,8 +98,8 @@ void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Conf
     full = state.tracker.newly_full();
     state.ready = true;
   }
-  if (a.events)
-    for (const auto& p : full) write_event(api, a, p, cfg);
+  if (a.events)  // in parallel as the scrapes: 500 pods crossing 90% at once are 500 POSTs
+    parallel_for(full.size(), a.parallel, [&](unsigned, std::size_t i) { write_event(api, a, full[i], cfg); });
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   std::cerr << "shmguard monitor: cycle " << cycle << ": " << pods->size() << " pods on " << scrapes.size() << " nodes ("
             << failed << " failed) in " << ms << " ms\n";

@@ -61,31 +61,91 @@ void set_owner(const json& pod_md, PodShm& p) {
   }
 }
 
-// Parses `text` keeping only object keys in `keep` (at any depth).
-json parse_keeping(const std::string& text, const std::unordered_set<std::string_view>& keep) {
-  json::parser_callback_t cb = [&keep](int, json::parse_event_t event, json& parsed) {
-    return event != json::parse_event_t::key || keep.count(parsed.get_ref<const std::string&>()) > 0;
-  };
-  return json::parse(text, cb, false);
+using Keep = std::unordered_set<std::string_view>;
+
+// A SAX handler that builds only the object members whose key is in `keep` (at any depth): a
+// member it leaves out is lexed and dropped, never built. (nlohmann's parser callback builds each
+// value before it may be discarded: 1.5x the time and twice the memory on a 60 MB pod list.)
+class KeepingSax {
+ public:
+  explicit KeepingSax(const Keep& keep) : keep_(keep) {}
+  json result;
+
+  bool null() { return put(nullptr); }
+  bool boolean(bool v) { return put(v); }
+  bool number_integer(json::number_integer_t v) { return put(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return put(v); }
+  bool number_float(json::number_float_t v, const std::string&) { return put(v); }
+  bool string(std::string& v) { return put(std::move(v)); }
+  bool binary(json::binary_t&) { return put(nullptr); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(std::string& k) {
+    if (skip_depth_ > 0) return true;
+    if (keep_.count(k) == 0) skip_next_ = true;
+    else key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
+  bool put(json v) {
+    if (skip_depth_ > 0) return true;
+    if (skip_next_) return skip_next_ = false, true;
+    place(std::move(v));
+    return true;
+  }
+  bool open(json v) {
+    if (skip_depth_ > 0) return ++skip_depth_, true;
+    if (skip_next_) return skip_next_ = false, skip_depth_ = 1, true;
+    stack_.push_back(place(std::move(v)));
+    return true;
+  }
+  bool close() {
+    if (skip_depth_ > 0) return --skip_depth_, true;
+    stack_.pop_back();
+    return true;
+  }
+  // Into the open container (objects are maps and arrays only grow at the end, so the pointers to
+  // the open containers above stay valid).
+  json* place(json v) {
+    if (stack_.empty()) return &(result = std::move(v));
+    json& top = *stack_.back();
+    if (top.is_array()) return top.push_back(std::move(v)), &top.back();
+    return &(top[key_] = std::move(v));
+  }
+
+  const Keep& keep_;
+  std::vector<json*> stack_;
+  std::string key_;
+  int skip_depth_ = 0;     // inside a member left out, this many containers deep
+  bool skip_next_ = false;  // the next value belongs to a key left out
+};
+
+// Parses `text` keeping only object keys in `keep` (at any depth); null when it is not JSON.
+json parse_keeping(const std::string& text, const Keep& keep) {
+  KeepingSax sax(keep);
+  if (!json::sax_parse(text, &sax, json::input_format_t::json, true)) return json();
+  return std::move(sax.result);
 }
 
 }  // namespace
 
 json parse_pod_list(const std::string& text) {
-  static const std::unordered_set<std::string_view> keep{"items", "metadata", "name", "namespace", "uid", "labels", "ownerReferences", "kind",
+  static const Keep keep{"items", "metadata", "name", "namespace", "uid", "labels", "ownerReferences", "kind",
                                 "controller", "jobset.sigs.k8s.io/jobset-name", "spec", "nodeName", "containers",
                                 "volumeMounts", "mountPath", "volumes", "emptyDir", "medium", "sizeLimit", "status",
                                 "phase", "continue"};
-  json j = parse_keeping(text, keep);
-  return j.is_discarded() ? json() : j;
+  return parse_keeping(text, keep);
 }
 
 json parse_node_list(const std::string& text) {
   // A node's status carries its images and conditions (tens of KB on a busy node): kept out.
-  static const std::unordered_set<std::string_view> keep{"items", "metadata", "name", "continue", "status", "addresses",
+  static const Keep keep{"items", "metadata", "name", "continue", "status", "addresses",
                                                          "type", "address", "daemonEndpoints", "kubeletEndpoint", "Port"};
-  json j = parse_keeping(text, keep);
-  return j.is_discarded() ? json() : j;
+  return parse_keeping(text, keep);
 }
 
 std::vector<KubeletAddress> kubelet_addresses(const json& node_list) {
@@ -112,10 +172,9 @@ std::vector<KubeletAddress> kubelet_addresses(const json& node_list) {
 }
 
 json parse_summary(const std::string& text) {
-  static const std::unordered_set<std::string_view> keep{"pods", "podRef", "name", "namespace", "uid", "volume",
+  static const Keep keep{"pods", "podRef", "name", "namespace", "uid", "volume",
                                                          "capacityBytes", "availableBytes", "usedBytes"};
-  json j = parse_keeping(text, keep);
-  return j.is_discarded() ? json() : j;
+  return parse_keeping(text, keep);
 }
 
 std::vector<PodShm> shm_pods(const json& pod_list) {
