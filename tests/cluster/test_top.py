@@ -7,17 +7,20 @@ import json
 import os
 import shutil
 import ssl
+import socket
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
+from pathlib import Path
 
-from conftest import BIN, SRC as BIN_SRC, gen_certs
+from conftest import BIN, SRC as BIN_SRC
 
 LINK, ADDR = "shmguard-fk0", "10.213.9.1"  # the project's own address range (hack/node uses 10.213.0.0/24)
 MiB, GiB = 1 << 20, 1 << 30
+KUBELET_CA = []  # the fake kubelet's CA, once the fleet is up
 
 # Per pod: capacityBytes, availableBytes, usedBytes (a `du`: 0 for PyTorch's unlinked segments).
 VOLUMES = {"full": (2 * GiB, 2 * GiB // 20, 0),         # 95% used
@@ -55,7 +58,11 @@ def fleet(cluster, tmp_path_factory):
     subprocess.run(["ip", "link", "add", LINK, "type", "bridge"], check=True)
     subprocess.run(["ip", "addr", "add", f"{ADDR}/32", "dev", LINK], check=True)
     subprocess.run(["ip", "link", "set", LINK, "up"], check=True)
-    certs = gen_certs(tmp_path_factory.mktemp("kubelet"), "fake-a", "node")
+    # A serving certificate for the fake kubelet's address, from a CA of its own (as a kubelet's).
+    certs = tmp_path_factory.mktemp("kubelet")
+    subprocess.run([str(BIN_SRC / "hack" / "gen-certs.sh"), str(certs), "fake-a", "node"], check=True,
+                   stdout=subprocess.DEVNULL, env=dict(os.environ, EXTRA_SANS=f"IP:{ADDR}"))
+    KUBELET_CA[:] = [certs / "ca.crt"]
     server = ThreadingHTTPServer((ADDR, 0), FakeKubelet)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(certs / "tls.crt", certs / "tls.key")
@@ -289,3 +296,71 @@ def test_the_monitors_service_account_can_read_stats_and_write_events_and_nothin
         cluster.kubectl("delete", o["kind"].lower(), o["metadata"]["name"], *(["-n", ns] if o["kind"] == "ServiceAccount" else []),
                         check=False)
 
+
+
+def monitor_once(cluster, *args, env=None):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return subprocess.run([BIN, "monitor", "--listen", f"127.0.0.1:{port}", "--cycles", "1", "--no-events",
+                           "--kubelet-timeout", "2", *args], env=dict(cluster.env, **(env or {})),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_monitor_trusts_the_kubelet_ca_it_is_given_and_nothing_else(cluster, fleet):
+    """--kubelet-ca (the chart passes the cluster CA) is the only trust: a certificate that chains to
+    another CA fails even when that CA is in the system's bundle (SSL_CERT_FILE here), as kubectl
+    trusts a kubeconfig's CA alone. httplib used to add the system bundle to the given CA."""
+    ok = monitor_once(cluster, "--kubelet-ca", str(KUBELET_CA[0]))
+    assert ok.returncode == 0 and "(1 failed)" in ok.stderr and "node fake-a:" not in ok.stderr, ok.stderr
+    cluster_ca = str(Path(cluster.env["CLUSTER_DIR"]) / "pki" / "ca.crt")
+    wrong = monitor_once(cluster, "--kubelet-ca", cluster_ca, env={"SSL_CERT_FILE": str(KUBELET_CA[0])})
+    assert "node fake-a: cannot reach 10.213.9.1:" in wrong.stderr, wrong.stderr
+    assert "unable to get local issuer certificate" in wrong.stderr, wrong.stderr
+    # Without --kubelet-ca the API server's CA (from the kubeconfig) is the kubelets' CA, as in
+    # metrics-server: this fake kubelet's CA is another one.
+    default = monitor_once(cluster)
+    assert "node fake-a: cannot reach" in default.stderr and "unable to get local issuer certificate" in default.stderr
+
+
+def test_a_kubeconfig_ca_is_the_only_trust_for_the_api_server(cluster, fleet, tmp_path):
+    admin = yaml.safe_load(open(cluster.env["KUBECONFIG"]))
+    admin["clusters"][0]["cluster"]["certificate-authority"] = str(KUBELET_CA[0])
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(admin))
+    cluster_ca = str(Path(cluster.env["CLUSTER_DIR"]) / "pki" / "ca.crt")
+    r = subprocess.run([BIN, "top", "-n", fleet], capture_output=True, text=True, timeout=60,
+                       env=dict(cluster.env, KUBECONFIG=str(path), SSL_CERT_FILE=cluster_ca))
+    assert r.returncode != 0 and "certificate" in r.stderr, r.stderr
+    assert "unable to get local issuer certificate" in r.stderr, r.stderr
+
+
+def test_monitor_check_waits_for_a_pods_figures_and_names_what_is_missing(cluster, fleet):
+    """What `helm test` runs against the chart's monitor: exit 0 once the monitor reports the pod,
+    else 1 naming the pod and each node's failed scrapes."""
+    import signal
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([BIN, "monitor", "--listen", f"127.0.0.1:{port}", "--period", "1", "--kubelet-timeout", "2",
+                             "--kubelet-ca", str(KUBELET_CA[0]), "--no-events"], env=cluster.env,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        r = subprocess.run([BIN, "monitor", "--check", url, "--expect-pod", f"{fleet}/half", "--check-timeout", "30"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert f"{fleet}/half: /dev/shm 589904Ki used of 2Gi (peak 589904Ki)" in r.stdout, r.stdout
+        assert "node fake-a: 0 failed scrapes, last good one " in r.stdout, r.stdout
+        r = subprocess.run([BIN, "monitor", "--check", url, "--expect-pod", f"{fleet}/elsewhere", "--check-timeout", "3"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1
+        assert f"has no /dev/shm figures for {fleet}/elsewhere" in r.stderr, r.stderr
+        assert "node fake-down: " in r.stderr and "failed scrapes, never a good one" in r.stderr, r.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    r = subprocess.run([BIN, "monitor", "--check", url, "--check-timeout", "2"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and f"{url} did no cycle in 2s: " in r.stderr, r.stderr
+    r = subprocess.run([BIN, "monitor", "--check", "https://x:1", "--expect-pod", "nameonly"], capture_output=True, text=True)
+    assert r.returncode == 2 and "want http://HOST:PORT" in r.stderr, r.stderr

@@ -378,3 +378,31 @@ def test_a_document_that_cannot_be_edited_in_place_is_not_rewritten_without_allo
     r = run("mutate", "--allow-reformat", "-f", str(f))
     assert r.returncode == 0 and "document re-emitted: the value at" in r.stderr
     assert yaml.safe_load(r.stdout)["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] == "2Gi"
+
+
+def test_in_place_is_all_or_nothing_when_the_third_of_five_renames_fails(tmp_path):
+    """Every file's new content is staged before any is replaced; when the third rename fails (a
+    fault loaded with LD_PRELOAD), the two files already replaced get their old bytes back, the
+    staged files are removed, and the error names the file and what was put back."""
+    lib = os.environ.get("SHMGUARD_FAIL_RENAME_LIB") or str(Path(BIN).parent / "tests" / "libshmguard_fail_rename.so")
+    if not Path(lib).exists():
+        pytest.skip("the rename fault library is built with the tests (ctest sets SHMGUARD_FAIL_RENAME_LIB)")
+    files = [tmp_path / f"job{i}.yaml" for i in range(1, 6)]
+    for f in files:
+        shutil.copy(EXAMPLE, f)
+    before = {f: (f.read_bytes(), os.stat(f).st_ino) for f in files}
+    env = dict(os.environ, LD_PRELOAD=lib, SHMGUARD_FAIL_RENAME="3",
+               ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+    r = subprocess.run([BIN, "mutate", "-i", "-f", str(tmp_path)], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 2, r.stderr
+    assert f"{files[2]}: cannot replace: Input/output error; the old content was put back in {files[0]} {files[1]}" \
+        in r.stderr, r.stderr
+    assert "rewritten" not in r.stderr and "NOT put back" not in r.stderr
+    for f in files:
+        assert f.read_bytes() == before[f][0], f
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f.name for f in files]  # no staged file left
+    # Without the fault the same run rewrites all five.
+    r = run("mutate", "-i", "-f", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert all("shmguard-dshm" in f.read_text() for f in files)
+    assert r.stderr.count(": rewritten") == 5

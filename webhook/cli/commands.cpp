@@ -211,11 +211,10 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
     changed.emplace_back(std::move(*plan), out.str());
   }
   for (const auto& r : reports) print_mutate_report(r);
-  for (const auto& [plan, text] : changed) {
-    if (auto w = rewrite(plan, text); !w) return fail(w.error(), kExitBadInput);
+  if (auto w = rewrite_all(changed); !w) return fail(w.error(), kExitBadInput);
+  for (const auto& [plan, text] : changed)
     std::cerr << plan.path << ": rewritten" << (plan.via_link ? " (the symlink's target " + plan.target + ")" : "")
               << "\n";
-  }
   return kExitOk;
 }
 

@@ -133,21 +133,25 @@ Result<RewritePlan> plan_rewrite(const std::string& path) {
   return p;
 }
 
-Result<bool> rewrite(const RewritePlan& p, const std::string& text) {
+namespace {
+
+// Hard links and owners stay as they are; not atomic, so done only after every check passed.
+Status write_in_place(const RewritePlan& p, const std::string& text) {
+  int fd = ::open(p.target.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return Status::failure(p.path + ": cannot write: " + why());
+  auto w = write_all(fd, text);
+  const bool closed = ::close(fd) == 0;
+  if (!w || !closed) return Status::failure(p.path + ": cannot write: " + (w ? why() : w.error()));
+  return Ok{};
+}
+
+// `text` in a temporary file beside the plan's target, with its owner and mode: its name.
+Result<std::string> stage(const RewritePlan& p, const std::string& text) {
   struct stat st{};
-  if (::stat(p.target.c_str(), &st) != 0) return Result<bool>::failure(p.path + ": " + why());
-  if (p.in_place) {
-    // Hard links and owners stay as they are; not atomic, so done only after every check passed.
-    int fd = ::open(p.target.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (fd < 0) return Result<bool>::failure(p.path + ": cannot write: " + why());
-    auto w = write_all(fd, text);
-    const bool closed = ::close(fd) == 0;
-    if (!w || !closed) return Result<bool>::failure(p.path + ": cannot write: " + (w ? why() : w.error()));
-    return true;
-  }
+  if (::stat(p.target.c_str(), &st) != 0) return Failure{p.path + ": " + why()};
   std::string tmp = p.target + ".shmguard-XXXXXX";
   int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return Result<bool>::failure(p.path + ": cannot create a temporary file beside it: " + why());
+  if (fd < 0) return Failure{p.path + ": cannot create a temporary file beside it: " + why()};
   std::string err;
   if (::fchown(fd, st.st_uid, st.st_gid) != 0 || ::fchmod(fd, st.st_mode & 07777) != 0) {
     err = "cannot keep owner and mode: " + why();
@@ -155,12 +159,79 @@ Result<bool> rewrite(const RewritePlan& p, const std::string& text) {
     err = "cannot write: " + w.error();
   }
   if (::close(fd) != 0 && err.empty()) err = "cannot write: " + why();
-  if (err.empty() && ::rename(tmp.c_str(), p.target.c_str()) != 0) err = "cannot replace: " + why();
   if (!err.empty()) {
     ::unlink(tmp.c_str());
-    return Result<bool>::failure(p.path + ": " + err);
+    return Failure{p.path + ": " + err};
   }
+  return tmp;
+}
+
+Status replace(const RewritePlan& p, const std::string& staged) {
+  if (::rename(staged.c_str(), p.target.c_str()) == 0) return Ok{};
+  const std::string err = why();
+  ::unlink(staged.c_str());
+  return Status::failure(p.path + ": cannot replace: " + err);
+}
+
+Result<std::string> read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  if (!in || !(s << in.rdbuf()) || in.bad()) return Failure{path + ": cannot read: " + why()};
+  return s.str();
+}
+
+}  // namespace
+
+Result<bool> rewrite(const RewritePlan& p, const std::string& text) {
+  if (p.in_place) {
+    auto w = write_in_place(p, text);
+    if (!w) return w.failure_part();
+    return true;
+  }
+  auto staged = stage(p, text);
+  if (!staged) return staged.failure_part();
+  if (auto r = replace(p, *staged); !r) return r.failure_part();
   return true;
+}
+
+Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& changes) {
+  std::vector<std::string> old(changes.size()), staged(changes.size());
+  auto drop_staged = [&](std::size_t from) {
+    for (std::size_t i = from; i < staged.size(); ++i)
+      if (!staged[i].empty()) ::unlink(staged[i].c_str());
+  };
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const auto& [plan, text] = changes[i];
+    auto was = read_whole(plan.target);
+    auto tmp = was && !plan.in_place ? stage(plan, text) : Result<std::string>(std::string());
+    if (!was || !tmp) {
+      drop_staged(0);
+      return Status::failure((was ? tmp.error() : was.error()) + "; nothing was written");
+    }
+    old[i] = std::move(*was);
+    staged[i] = std::move(*tmp);
+  }
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const RewritePlan& plan = changes[i].first;
+    auto done = plan.in_place ? write_in_place(plan, changes[i].second) : replace(plan, staged[i]);
+    if (done) continue;
+    drop_staged(i + 1);
+    // Put back what was replaced, newest first; a file written in place part way too.
+    std::vector<std::string> back, lost;
+    for (std::size_t j = plan.in_place ? i + 1 : i; j-- > 0;) {
+      if (auto r = rewrite(changes[j].first, old[j])) back.push_back(changes[j].first.path);
+      else lost.push_back(r.error());
+    }
+    std::string msg = done.error() + "; ";
+    if (back.empty() && lost.empty()) msg += "nothing was written";
+    if (!back.empty()) {
+      msg += "the old content was put back in";
+      for (auto it = back.rbegin(); it != back.rend(); ++it) msg += " " + *it;
+    }
+    for (const auto& l : lost) msg += "; NOT put back: " + l;
+    return Status::failure(msg);
+  }
+  return Ok{};
 }
 
 }  // namespace shmguard::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -30,5 +31,11 @@ Result<RewritePlan> plan_rewrite(const std::string& path);
 
 // Writes `text` as the plan says; the error names the file.
 Result<bool> rewrite(const RewritePlan& plan, const std::string& text);
+
+// Rewrites every file or none (`mutate -i` over many files). Each file's old content is read and
+// each new one staged in a temporary file beside it before any file is replaced; then they are
+// replaced in order. When one fails, the files already replaced (and a file written in place part
+// way) get their old content back, and the error names the file, why, and what was put back.
+Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& changes);
 
 }  // namespace shmguard::cli
