@@ -50,11 +50,41 @@ void write_line(std::string& text) {
   }
 }
 
+// How many bytes the UTF-8 sequence at s[i] has, or 0 when it is not valid UTF-8 (overlong
+// forms, surrogates and code points past U+10FFFF included).
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F)) return 0;
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if ((c == 0xF0 && b(1) < 0x90) || (c == 0xF4 && b(1) > 0x8F)) return 0;
+    return 4;
+  }
+  return 0;
+}
+
+// A JSON string: quotes, backslashes and control characters escaped, and each byte that is not
+// part of valid UTF-8 replaced by U+FFFD, so that every line parses whatever a client sent.
 void append_quoted(std::string& out, std::string_view s) {
   static const char* hex = "0123456789abcdef";
   out += '"';
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const auto u = static_cast<unsigned char>(c);
+    const std::size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
@@ -63,8 +93,9 @@ void append_quoted(std::string& out, std::string_view s) {
       out += hex[u >> 4];
       out += hex[u & 15];
     } else {
-      out += c;
+      out.append(s.data() + i, n);
     }
+    i += n;
   }
   out += '"';
 }
@@ -126,23 +157,22 @@ void LogLine::emit() {
   write_line(text_);
 }
 
-void log(Level level, std::string_view msg, nlohmann::json fields) {
+LogLine& LogLine::json(std::string_view key, const nlohmann::json& value) {
+  if (value.is_string()) return str(key, value.get_ref<const std::string&>());
+  text_ += ',';
+  append_quoted(text_, key);
+  text_ += ':';
+  text_ += value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return *this;
+}
+
+// The same writer as the admission line: ts, level, msg first, then the fields.
+void log(Level level, std::string_view msg, const nlohmann::json& fields) {
   if (!log_enabled(level)) return;
-  nlohmann::json line = nlohmann::json::object();
-  line["ts"] = timestamp();
-  line["level"] = name(level);
-  line["msg"] = msg;
+  LogLine line(level, msg);
   if (fields.is_object())
-    for (auto& [k, v] : fields.items()) {
-      // Error texts from libraries often end in a newline; a log line should not.
-      if (v.is_string()) {
-        auto& t = v.get_ref<std::string&>();
-        while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
-      }
-      line[k] = std::move(v);
-    }
-  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  write_line(text);
+    for (const auto& [k, v] : fields.items()) line.json(k, v);
+  line.emit();
 }
 
 }  // namespace shmguard::server

@@ -14,16 +14,19 @@ void set_log_level(Level level);
 bool parse_log_level(std::string_view text, Level& out);
 bool log_enabled(Level level);
 
-// Writes {"ts":..., "level":..., "msg":..., <fields>} as one line.
-void log(Level level, std::string_view msg, nlohmann::json fields = nlohmann::json::object());
+// Writes {"ts":..., "level":..., "msg":..., <fields>} as one line, through LogLine.
+void log(Level level, std::string_view msg, const nlohmann::json& fields = nlohmann::json::object());
 
-// The same line format built field by field, without a JSON tree: the per-admission hot path.
+// The one writer of log lines, built field by field without a JSON tree (the per-admission hot
+// path uses it directly). Strings lose trailing white space (library error texts end in a
+// newline), and a byte that is not valid UTF-8 becomes U+FFFD: every line is valid JSON.
 class LogLine {
  public:
   LogLine(Level level, std::string_view msg);
   LogLine& str(std::string_view key, std::string_view value);
   LogLine& num(std::string_view key, double value);
   LogLine& list(std::string_view key, const std::vector<std::string>& values);
+  LogLine& json(std::string_view key, const nlohmann::json& value);  // a string as str(), else as JSON
   void emit();
 
  private:

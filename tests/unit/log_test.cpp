@@ -1,0 +1,64 @@
+// The one JSON-lines writer: every line parses, whatever bytes a field holds, with ts, level and
+// msg first on both the admission path (LogLine) and every other line (log).
+#include "server/log.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+using namespace shmguard;
+using nlohmann::json;
+
+namespace {
+
+// What `fn` writes on stderr (the logger writes to file descriptor 2 itself).
+template <typename Fn>
+std::string stderr_of(Fn fn) {
+  std::FILE* tmp = std::tmpfile();
+  const int saved = ::dup(2);
+  ::dup2(::fileno(tmp), 2);
+  fn();
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::string out;
+  std::rewind(tmp);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, tmp)) > 0;) out.append(buf, n);
+  std::fclose(tmp);
+  return out;
+}
+
+}  // namespace
+
+TEST(Log, InvalidUtf8BecomesTheReplacementCharacterAndTheLineParses) {
+  // A lone continuation byte, a truncated 3-byte sequence, an overlong '/', a surrogate, valid é.
+  const std::string bad = std::string("a\x80") + "b\xE2\x82" + "c\xC0\xAF" + "d\xED\xA0\x80" + "e\xC3\xA9";
+  const std::string out = stderr_of([&] {
+    server::LogLine(server::Level::kWarn, "bad \xFF path").str("path", bad).list("xs", {"\xF5", "ok"}).emit();
+    server::log(server::Level::kError, "field", {{"why", bad}, {"n", 3}});
+  });
+  const auto nl = out.find('\n');
+  ASSERT_NE(nl, std::string::npos) << out;
+  const json a = json::parse(out.substr(0, nl));
+  const json b = json::parse(out.substr(nl + 1));
+  EXPECT_EQ(a["msg"], "bad \xEF\xBF\xBD path");
+  EXPECT_EQ(a["path"], "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD" "d\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "e\xC3\xA9");
+  EXPECT_EQ(a["xs"], json({"\xEF\xBF\xBD", "ok"}));
+  EXPECT_EQ(b["why"], a["path"]);
+  EXPECT_EQ(b["n"], 3);  // a number stays a number
+}
+
+TEST(Log, BothWritersPutTsLevelAndMsgFirst) {
+  const std::string out = stderr_of([] {
+    server::LogLine(server::Level::kInfo, "admission").str("uid", "u\n").emit();
+    server::log(server::Level::kInfo, "serving", {{"address", "0.0.0.0"}, {"port", 8443}});
+  });
+  const auto nl = out.find('\n');
+  const std::string a = out.substr(0, nl), b = out.substr(nl + 1);
+  EXPECT_EQ(a.rfind("{\"ts\":\"", 0), 0u) << a;
+  EXPECT_NE(a.find("\",\"level\":\"info\",\"msg\":\"admission\",\"uid\":\"u\"}"), std::string::npos) << a;
+  EXPECT_EQ(b.rfind("{\"ts\":\"", 0), 0u) << b;
+  EXPECT_NE(b.find("\",\"level\":\"info\",\"msg\":\"serving\",\"address\":\"0.0.0.0\",\"port\":8443}\n"), std::string::npos) << b;
+}
