@@ -117,7 +117,7 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
           if (env.empty()) container.erase("env");
         }
         auto& text = webhook["metadata"]["annotations"]["shmguard.io/sizing"].get_ref<std::string&>();
-        if (auto at = text.find("PET_NPROC_PER_NODE"); at != std::string::npos) text.replace(at, 18, owner->field);
+        text = test::sizing_as_offline(text, owner->field);
       }
       EXPECT_EQ(webhook["spec"], offline["spec"]) << templates[k].path;
       EXPECT_EQ(webhook["metadata"]["annotations"], offline["metadata"]["annotations"]) << templates[k].path;

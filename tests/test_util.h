@@ -75,4 +75,13 @@ inline nlohmann::json admission_review(const std::string& api_version, const nlo
             {"object", pod}}}};
 }
 
+// The webhook's sizing text for an operator's pod names the env the operator set
+// (PET_NPROC_PER_NODE) where offline names the owner's field it came from (`field`): the same
+// text once the one is put for the other.
+inline std::string sizing_as_offline(std::string text, const std::string& field) {
+  const std::string env = "PET_NPROC_PER_NODE";
+  if (auto at = text.find(env); at != std::string::npos) text.replace(at, env.size(), field);
+  return text;
+}
+
 }  // namespace shmguard::test

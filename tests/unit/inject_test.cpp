@@ -138,17 +138,25 @@ TEST(Inject, MemoryLimitWarning) {
   EXPECT_TRUE(inject_pod(pod, cfg).warnings.empty());
 }
 
-TEST(Inject, MalformedPodsAreSkippedWithAWarning) {
-  for (const char* text : {R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":"x"}})",
-                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":[1]}})",
-                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":[{}],"volumes":{}}})",
-                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"},"annotations":[]},"spec":{"containers":[{}]}})",
-                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":[{"volumeMounts":7}]}})",
-                           R"({"metadata":{"labels":{"shmguard.io/inject":"true"}}})"}) {
+TEST(Inject, MalformedPodsAreSkippedWithAWarningThatNamesTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":"x"}})",
+       "spec.containers is missing, empty or not a list"},
+      {R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":[1]}})",
+       "an entry of spec.containers is not an object"},
+      {R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":[{}],"volumes":{}}})",
+       "spec.volumes is not a list"},
+      {R"({"metadata":{"labels":{"shmguard.io/inject":"true"},"annotations":[]},"spec":{"containers":[{}]}})",
+       "metadata.annotations is not an object"},
+      {R"({"metadata":{"labels":{"shmguard.io/inject":"true"}},"spec":{"containers":[{"volumeMounts":7}]}})",
+       "volumeMounts of a container in spec.containers is not a list"},
+      {R"({"metadata":{"labels":{"shmguard.io/inject":"true"}}})", "spec is missing or not an object"},
+  };
+  for (const auto& [text, why] : cases) {
     auto r = inject_pod(json::parse(text), cfg);
     EXPECT_FALSE(r.mutated()) << text;
     EXPECT_EQ(r.reason, "invalid-pod") << text;
-    EXPECT_FALSE(r.warnings.empty()) << text;
+    EXPECT_EQ(r.warnings, std::vector<std::string>{std::string("shmguard left the pod unchanged: ") + why}) << text;
   }
 }
 

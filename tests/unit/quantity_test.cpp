@@ -49,10 +49,26 @@ TEST(Quantity, FractionsRoundUpToWholeBytes) {
 }
 
 TEST(Quantity, RejectsWithAReason) {
-  for (const char* bad : {"", "Gi", "1GB", "1gi", "1.2.3", "abc", "1 Gi", "1e", "1e1.5", "--1", "1Gi ", "0x10"}) {
+  const std::string suffixes = " (use Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent)";
+  const std::pair<const char*, std::string> cases[] = {
+      {"", "empty quantity"},
+      {"Gi", "no digits"},
+      {"1GB", "unknown suffix \"GB\"" + suffixes},
+      {"1gi", "unknown suffix \"gi\"" + suffixes},
+      {"1.2.3", "more than one decimal point"},
+      {"abc", "no digits"},
+      {"1 Gi", "unknown suffix \" Gi\"" + suffixes},
+      {"1e", "exponent without digits"},
+      {"1e1.5", "invalid exponent"},
+      {"--1", "no digits"},
+      {"1Gi ", "unknown suffix \"Gi \"" + suffixes},
+      {"0x10", "unknown suffix \"x10\"" + suffixes},
+      {"1e1000", "exponent out of range"},
+  };
+  for (const auto& [bad, why] : cases) {
     auto r = parse_quantity(bad);
-    EXPECT_FALSE(r.ok()) << "accepted \"" << bad << "\"";
-    EXPECT_FALSE(r.error().empty()) << bad;
+    ASSERT_FALSE(r.ok()) << "accepted \"" << bad << "\"";
+    EXPECT_EQ(r.error(), why) << bad;
   }
 }
 
@@ -71,7 +87,7 @@ TEST(Quantity, HugeValuesSaturate) {
     EXPECT_EQ(r->bytes, (1ULL << 63) - 1);
   }
   EXPECT_FALSE(parse_quantity("7Ei")->saturated);
-  EXPECT_FALSE(parse_quantity("1e1000").ok());  // exponent out of range is an error, not a hang
+  EXPECT_FALSE(parse_quantity("1e1000").ok());  // exponent out of range is an error, not a hang (above)
 }
 
 TEST(Quantity, CanonicalFormatIsLargestExactBinaryUnit) {

@@ -88,16 +88,25 @@ TEST(Review, WarningsArePlainText) {
   for (char c : w[0].get<std::string>()) EXPECT_GE(static_cast<unsigned char>(c), 0x20);
 }
 
-TEST(Review, BadRequestsAre400WithAMessage) {
-  for (const char* body : {"", "not json", "[]", "{}", R"({"kind":"AdmissionReview"})",
-                           R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1"})",
-                           R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v2","request":{"uid":"x"}})",
-                           R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":7}})",
-                           R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":[]})",
-                           "{\"a\":\"\xff\xfe\"}"}) {
+TEST(Review, BadRequestsAre400WithAMessageThatSaysWhat) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "request body is not valid JSON: unexpected end of input at byte 0"},
+      {"not json", "request body is not valid JSON: invalid literal at byte 0"},
+      {"[]", "request body is not a JSON object"},
+      {"{}", "kind must be AdmissionReview"},
+      {R"({"kind":"AdmissionReview"})", "apiVersion must be admission.k8s.io/v1 or admission.k8s.io/v1beta1"},
+      {R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1"})", "AdmissionReview has no request object"},
+      {R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v2","request":{"uid":"x"}})",
+       "apiVersion must be admission.k8s.io/v1 or admission.k8s.io/v1beta1"},
+      {R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":7}})",
+       "request.uid must be a non-empty string"},
+      {R"({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":[]})", "AdmissionReview has no request object"},
+      {"{\"a\":\"\xff\xfe\"}", "request body is not valid JSON: invalid UTF-8 in a string at byte 6"},
+  };
+  for (const auto& [body, message] : cases) {
     auto out = handle_review(body, cfg);
     EXPECT_EQ(out.http_status, 400) << body;
-    EXPECT_FALSE(out.body.empty()) << body;
+    EXPECT_EQ(out.body, message) << body;
   }
 }
 

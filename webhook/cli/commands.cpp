@@ -116,7 +116,7 @@ struct ManifestArgs {
   std::vector<std::string> excludes;
   std::string output;
   std::string config_file;
-  std::string fail_on = "missing,too-small,stale,rejected";
+  std::string fail_on = default_fail_on();
   bool in_place = false;
   bool skip_invalid = false;
   bool allow_reformat = false;
@@ -281,7 +281,7 @@ int run_check(const ManifestArgs& a) {
     for (auto& r : pending) {
       ++totals.templates;
       totals.failed += r.failed;
-      for (const auto& fd : r.findings) ++totals.by_rule[static_cast<int>(fd.rule)];
+      for (const auto& fd : r.findings) ++totals.by_rule[static_cast<std::size_t>(fd.rule)];
       records.push_back(std::move(r));
     }
   }
@@ -388,7 +388,7 @@ void add_mutate_and_check(CLI::App& app, Commands& c) {
                       "file, directory or - for stdin (repeatable; -f FILE or FILE, at least one is needed)");
   c.check->add_option("-o,--output", c.check_args.output, "text, json, junit, sarif or github")
       ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}));
-  c.check->add_option("--fail-on", c.check_args.fail_on, "findings that fail the run: missing,too-small,stale,warning,rejected or none")
+  c.check->add_option("--fail-on", c.check_args.fail_on, fail_on_help())
       ->capture_default_str();
   c.check->add_option("--exclude", c.check_args.excludes, "skip files whose path or name matches this glob (repeatable)");
   c.check->add_flag("--skip-invalid", c.check_args.skip_invalid, "report and skip files that are not Kubernetes manifests");

@@ -2,7 +2,10 @@
 #include "cli/report.h"
 
 #include <nlohmann/json.hpp>
+#include <iterator>
 #include <sstream>
+
+#include "base/assert.h"
 
 #include "sizing/quantity.h"
 #include "version.h"
@@ -12,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-int idx(Rule r) { return static_cast<int>(r); }
+std::size_t idx(Rule r) { return static_cast<std::size_t>(r); }
 
 std::string xml_escape(const std::string& s) {
   std::string out;
@@ -87,10 +90,10 @@ void render_json(std::ostream& os, const std::vector<Record>& records, const Tot
     items.push_back(std::move(j));
   }
   json by_rule = json::object();
-  for (Rule r : kRules) by_rule[rule_name(r)] = t.by_rule[idx(r)];
+  for (std::size_t i = 0; i < kRuleCount; ++i) by_rule[kRuleTable[i].name] = t.by_rule[i];
   json fail_on = json::array();
-  for (Rule r : kRules)
-    if (f.fails(r)) fail_on.push_back(rule_name(r));
+  for (std::size_t i = 0; i < kRuleCount; ++i)
+    if (f.rules[i]) fail_on.push_back(kRuleTable[i].name);
   os << dump({{"items", items},
               {"totals", {{"templates", t.templates}, {"failed", t.failed}, {"findings", by_rule},
                           {"skippedFiles", t.skipped_files}}},
@@ -131,10 +134,11 @@ void render_junit(std::ostream& os, const std::vector<Record>& records, const To
 
 void render_sarif(std::ostream& os, const std::vector<Record>& records, const FailOn& f) {
   json rules = json::array();
-  for (Rule r : kRules) {
-    rules.push_back({{"id", rule_name(r)},
-                     {"name", rule_name(r)},
-                     {"shortDescription", {{"text", rule_description(r)}}},
+  for (std::size_t i = 0; i < kRuleCount; ++i) {
+    const Rule r = kRuleTable[i].rule;
+    rules.push_back({{"id", kRuleTable[i].name},
+                     {"name", kRuleTable[i].name},
+                     {"shortDescription", {{"text", kRuleTable[i].description}}},
                      {"helpUri", "https://github.com/shmguard/shmguard#annotations"},
                      {"defaultConfiguration", {{"level", f.fails(r) ? "error" : "warning"}}}});
   }
@@ -177,62 +181,81 @@ std::string plural(std::size_t n, const char* one, const char* many) {
 void render_text(std::ostream& os, const std::vector<Record>& records, const Totals& t, const FailOn& f) {
   for (const auto& r : records) render_text_record(os, r);
   for (const auto& s : t.skipped_files) os << s << "\n";
-  os << plural(t.templates, "pod template", "pod templates") << ": " << t.by_rule[idx(Rule::kMissing)]
-     << " would get /dev/shm, " << t.by_rule[idx(Rule::kTooSmall)] << " too small, "
-     << t.by_rule[idx(Rule::kStale)] << " stale, " << plural(t.by_rule[idx(Rule::kWarning)], "warning", "warnings");
-  if (t.by_rule[idx(Rule::kRejected)]) os << ", " << t.by_rule[idx(Rule::kRejected)] << " rejected";
+  os << plural(t.templates, "pod template", "pod templates") << ": ";
+  const char* sep = "";
+  for (std::size_t i = 0; i < kRuleCount; ++i) {
+    const RuleRow& row = kRuleTable[i];
+    if (t.by_rule[i] == 0 && !row.counted_when_zero) continue;
+    os << sep << plural(t.by_rule[i], row.one, row.many);
+    sep = ", ";
+  }
   os << "; " << plural(t.failed, "fails", "fail");
   std::string list;
-  for (Rule r : kRules)
-    if (f.fails(r)) {
-      if (!list.empty()) list += ',';
-      list += rule_name(r);
-    }
+  for (std::size_t i = 0; i < kRuleCount; ++i)
+    if (f.rules[i]) list += (list.empty() ? "" : ",") + std::string(kRuleTable[i].name);
   os << " (--fail-on " << (list.empty() ? "none" : list) << ")\n";
 }
 
 }  // namespace
 
-const char* rule_name(Rule r) {
-  switch (r) {
-    case Rule::kMissing: return "missing";
-    case Rule::kTooSmall: return "too-small";
-    case Rule::kStale: return "stale";
-    case Rule::kWarning: return "warning";
-    case Rule::kRejected: return "rejected";
-  }
-  return "?";
+#ifndef SHMGUARD_TEST_RULE_ROW
+#define SHMGUARD_TEST_RULE_ROW
+#endif
+
+const RuleRow kRuleTable[] = {
+    {Rule::kMissing, "missing", "A training pod template without /dev/shm sizing: shmguard would inject it", true,
+     "would get /dev/shm", "would get /dev/shm", true},
+    {Rule::kTooSmall, "too-small", "The pod's own /dev/shm is smaller than its annotations need", true, "too small",
+     "too small", true},
+    {Rule::kStale, "stale", "shmguard's /dev/shm volume has a size its annotations no longer give", true, "stale", "stale",
+     true},
+    {Rule::kWarning, "warning", "A bad or unknown shmguard.io annotation, or another warning", false, "warning", "warnings",
+     true},
+    {Rule::kRejected, "rejected", "A shmguard.io annotation the API server would refuse (a value that is not a string)", true,
+     "rejected", "rejected", false},
+    SHMGUARD_TEST_RULE_ROW
+};
+const std::size_t kRuleCount = std::size(kRuleTable);
+
+const RuleRow& rule_row(Rule r) {
+  SHMGUARD_ASSERT(idx(r) < kRuleCount && kRuleTable[idx(r)].rule == r);
+  return kRuleTable[idx(r)];
 }
 
-const char* rule_description(Rule r) {
-  switch (r) {
-    case Rule::kMissing: return "A training pod template without /dev/shm sizing: shmguard would inject it";
-    case Rule::kTooSmall: return "The pod's own /dev/shm is smaller than its annotations need";
-    case Rule::kStale: return "shmguard's /dev/shm volume has a size its annotations no longer give";
-    case Rule::kWarning: return "A bad or unknown shmguard.io annotation, or another warning";
-    case Rule::kRejected: return "A shmguard.io annotation the API server would refuse (a value that is not a string)";
-  }
-  return "?";
+const char* rule_name(Rule r) { return rule_row(r).name; }
+
+std::string default_fail_on() {
+  std::string out;
+  for (std::size_t i = 0; i < kRuleCount; ++i)
+    if (kRuleTable[i].fails_by_default) out += (out.empty() ? "" : ",") + std::string(kRuleTable[i].name);
+  return out;
 }
+
+namespace {
+std::string rule_names(const char* sep) {
+  std::string out;
+  for (std::size_t i = 0; i < kRuleCount; ++i) out += (i ? sep : "") + std::string(kRuleTable[i].name);
+  return out;
+}
+}  // namespace
+
+std::string fail_on_help() { return "findings that fail the run: " + rule_names(",") + " or none"; }
 
 Result<FailOn> parse_fail_on(const std::string& text) {
   FailOn f;
-  for (bool& b : f.rules) b = false;
+  f.rules.assign(kRuleCount, false);
   if (text == "none" || text.empty()) return f;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     bool known = false;
-    for (Rule r : kRules) {
-      if (item == rule_name(r)) {
-        f.rules[idx(r)] = true;
+    for (std::size_t i = 0; i < kRuleCount; ++i) {
+      if (item == kRuleTable[i].name) {
+        f.rules[i] = true;
         known = true;
       }
     }
-    if (!known) {
-      return Result<FailOn>::failure("--fail-on: unknown finding \"" + item +
-                                     "\" (missing, too-small, stale, warning, rejected or none)");
-    }
+    if (!known) return Failure{"--fail-on: unknown finding \"" + item + "\" (" + rule_names(", ") + " or none)"};
   }
   return f;
 }

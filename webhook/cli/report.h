@@ -15,12 +15,31 @@
 
 namespace shmguard::cli {
 
-// The kinds of finding `--fail-on` chooses from. Closed set; strings only at the edges.
-enum class Rule { kMissing, kTooSmall, kStale, kWarning, kRejected };
-inline constexpr Rule kRules[] = {Rule::kMissing, Rule::kTooSmall, Rule::kStale, Rule::kWarning, Rule::kRejected};
+#ifndef SHMGUARD_TEST_RULE  // rule_row_test's build adds a rule here and a row to kRuleTable
+#define SHMGUARD_TEST_RULE
+#endif
 
+// The kinds of finding `--fail-on` chooses from. Closed set; strings only at the edges.
+enum class Rule { kMissing, kTooSmall, kStale, kWarning, kRejected SHMGUARD_TEST_RULE };
+
+// One row per rule, in Rule's order: everything the outputs, --fail-on, its --help and its
+// errors say about a rule comes from here.
+struct RuleRow {
+  Rule rule;
+  const char* name;         // --fail-on, JSON totals, SARIF rule ids, junit failure types
+  const char* description;  // SARIF's shortDescription
+  bool fails_by_default;    // in the default --fail-on
+  const char* one;          // the text summary's count: "1 <one>", "2 <many>"
+  const char* many;
+  bool counted_when_zero;   // "0 <many>" is printed too
+};
+extern const RuleRow kRuleTable[];
+extern const std::size_t kRuleCount;
+
+const RuleRow& rule_row(Rule r);
 const char* rule_name(Rule r);
-const char* rule_description(Rule r);
+std::string default_fail_on();  // "missing,too-small,stale,rejected"
+std::string fail_on_help();     // the --fail-on flag's help: every rule, then "or none"
 
 struct Finding {
   Rule rule;
@@ -29,12 +48,12 @@ struct Finding {
 };
 
 struct FailOn {
-  bool rules[5] = {true, true, true, false, true};  // default: missing,too-small,stale,rejected
-  bool fails(Rule r) const { return rules[static_cast<int>(r)]; }
+  std::vector<bool> rules;  // by Rule; parse_fail_on(default_fail_on()) for the default
+  bool fails(Rule r) const { return rules[static_cast<std::size_t>(r)]; }
   bool fails(const std::vector<Finding>& findings) const;
 };
 
-// Parses "missing,too-small,stale,warning,rejected" (any subset; "none" for no failures).
+// Parses a comma-separated subset of the rules' names ("none" for no failures).
 Result<FailOn> parse_fail_on(const std::string& text);
 
 // The `procs` object of `check -o json` and `size -o json`: {"count": N, "source": "..."}, the
@@ -62,7 +81,7 @@ Record make_record(const manifests::TemplateReport& r);
 
 struct Totals {
   std::size_t templates = 0, failed = 0;
-  std::size_t by_rule[5] = {0, 0, 0, 0, 0};
+  std::vector<std::size_t> by_rule = std::vector<std::size_t>(kRuleCount);  // by Rule
   std::vector<std::string> skipped_files;  // "file: why" (--skip-invalid)
 };
 
