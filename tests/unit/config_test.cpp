@@ -59,28 +59,30 @@ selection:
 TEST(Config, ErrorsNameTheKey) {
   struct Case {
     const char* yaml;
-    const char* expect;
+    int line;  // in the Failure's field, not in the message (0: none, a check across keys)
+    const char* message;
   } cases[] = {
-      {"sizing:\n  maxx: 1Gi\n", "sizing.maxx"},
-      {"bogus: 1\n", "bogus"},
-      {"sizing:\n  max: lots\n", "sizing.max"},
-      {"sizing:\n  min: 2Gi\n  max: 1Gi\n", "sizing.min"},
-      {"sizing:\n  default: 128Gi\n", "sizing.default"},
-      {"sizing:\n  headroom: 0.5\n", "sizing.headroom"},
-      {"sizing:\n  headroom: x\n", "sizing.headroom"},
-      {"sizing:\n  prefetchFactor: 0\n", "sizing.prefetchFactor"},
-      {"sizing:\n  base: -1Mi\n", "sizing.base"},
-      {"selection:\n  labelKeys: team\n", "selection.labelKeys"},
-      {"selection:\n  labelKeys: [\"=trainer\"]\n", "selection.labelKeys"},
-      {"selection:\n  injectInitContainers: maybe\n", "selection.injectInitContainers"},
-      {"sizing: [1, 2]\n", "sizing"},
-      {"- a\n- b\n", "expected a mapping"},
-      {"sizing: {max: 1Gi\n", "invalid YAML"},
+      {"sizing:\n  maxx: 1Gi\n", 2, "unknown key \"sizing.maxx\"; known keys: base, default, headroom, max, min, ncclPerProcess, prefetchFactor"},
+      {"bogus: 1\n", 1, "unknown key \"bogus\"; known keys: mode, selection, sizing"},
+      {"sizing:\n  max: lots\n", 2, "sizing.max: \"lots\" is not a quantity (no digits)"},
+      {"sizing:\n  min: 2Gi\n  max: 1Gi\n", 0, "sizing.min (2Gi) is above sizing.max (1Gi)"},
+      {"sizing:\n  default: 128Gi\n", 0, "sizing.default (128Gi) must lie between sizing.min and sizing.max"},
+      {"sizing:\n  headroom: 0.5\n", 2, "sizing.headroom: must be between 1 and 100"},
+      {"sizing:\n  headroom: x\n", 2, "sizing.headroom: expected a decimal like 1.5, got \"x\""},
+      {"sizing:\n  prefetchFactor: 0\n", 2, "sizing.prefetchFactor: must be at least 1"},
+      {"sizing:\n  base: -1Mi\n", 2, "sizing.base: \"-1Mi\" must not be negative"},
+      {"selection:\n  labelKeys: team\n", 2, "selection.labelKeys: expected a list of strings"},
+      {"selection:\n  labelKeys: [\"=trainer\"]\n", 0, "selection.labelKeys: \"=trainer\" has no label key (expected key or key=value)"},
+      {"selection:\n  injectInitContainers: maybe\n", 2, "selection.injectInitContainers: expected true or false, got \"maybe\""},
+      {"sizing: [1, 2]\n", 1, "sizing: expected a mapping"},
+      {"- a\n- b\n", 1, "config: expected a mapping"},
+      {"sizing: {max: 1Gi\n", 2, "invalid YAML: end of map flow not found"},
   };
   for (const auto& c : cases) {
     auto r = parse_config(c.yaml);
-    EXPECT_FALSE(r.ok()) << c.yaml;
-    EXPECT_NE(r.error().find(c.expect), std::string::npos) << "error \"" << r.error() << "\" for " << c.yaml;
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_EQ(r.error(), c.message) << c.yaml;
+    EXPECT_EQ(r.line(), c.line) << c.yaml;
   }
 }
 
@@ -92,6 +94,10 @@ TEST(Config, LoadFileNamesTheFile) {
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   close(fd);
+  std::ofstream(path) << "sizing:\n  max: lots\n";
+  auto bad = load_config_file(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), std::string(path) + ":2: sizing.max: \"lots\" is not a quantity (no digits)");
   std::ofstream(path) << "sizing:\n  max: 16Gi\n";
   auto ok = load_config_file(path);
   std::remove(path);

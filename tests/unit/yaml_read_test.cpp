@@ -63,6 +63,10 @@ TEST(ParseDocument, ErrorsCarryTheLine) {
   EXPECT_FALSE(bad.ok());
   EXPECT_GT(bad.line(), 1);
   EXPECT_EQ(bad.error().rfind("invalid YAML: ", 0), 0u) << bad.error();
+  EXPECT_EQ(bad.kind<ParseFailure>(), ParseFailure::kSyntax);
+  const auto deep = parse_document(std::string(200, '[') + std::string(200, ']') + "\n", doc);
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.kind<ParseFailure>(), ParseFailure::kBound) << deep.error();
   EXPECT_FALSE(parse_document("a: *nope\n", doc).ok());
   EXPECT_FALSE(parse_document("? [a]\n: b\n", doc).ok());
   EXPECT_TRUE(parse_document("# only a comment\n", doc).ok());

@@ -361,7 +361,7 @@ Status read_json(std::string_view text, nlohmann::json& out, std::size_t max_dep
     return Ok{};
   } catch (const Fail& f) {
     out = nullptr;
-    return Status::failure(std::string(f.what) + " at byte " + std::to_string(f.at));
+    return Failure{std::string(f.what) + " at byte " + std::to_string(f.at)};
   }
 }
 

@@ -17,26 +17,22 @@
 
 namespace shmguard {
 
-// A failure on its way to a Result of any type: `return Failure{"why"};`, or a callee's failure
-// passed up as it is: `if (!r) return r.failure_part();`.
+// A failure on its way to a Result of any type, the one way to make one: `return Failure{"why"};`
+// (with the line, 1-based, when the caller can point at one: `Failure{"why", line}`), or a callee's
+// failure passed up as it is: `if (!r) return r.failure_part();`.
+// `kind` is a module's own small enum (0: its default), for callers that must tell failures apart
+// (surgical.h's EditFailure, yaml_doc.h's ParseFailure): they switch on it, never on the message.
 struct Failure {
   std::string message;
   int line = 0;  // where in the input (1-based), when known
+  int kind = 0;
 };
 
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor): return x;
-  Result(Failure f) : error_(std::move(f.message)), line_(f.line) {}  // NOLINT: return Failure{...};
-  // `line`: where in the input the failure is (1-based), when the caller can point at one.
-  static Result failure(std::string message, int line = 0) {
-    Result r;
-    r.error_ = std::move(message);
-    r.line_ = line;
-    return r;
-  }
-
+  Result(Failure f) : error_(std::move(f.message)), line_(f.line), kind_(f.kind) {}  // NOLINT: return Failure{...};
   bool ok() const { return value_.has_value(); }
   explicit operator bool() const { return ok(); }
   const T& operator*() const& { return *value_; }
@@ -45,17 +41,23 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &*value_; }
   const std::string& error() const { return error_; }
   int line() const { return line_; }
+  // The failing module's enum for what went wrong (Failure::kind).
+  template <typename Kind>
+  Kind kind() const {
+    return static_cast<Kind>(kind_);
+  }
   // This failure, to return from a function of another Result type.
-  Failure failure_part() const { return {error_, line_}; }
+  Failure failure_part() const { return {error_, line_, kind_}; }
 
  private:
   Result() = default;
   std::optional<T> value_;
   std::string error_;
   int line_ = 0;
+  int kind_ = 0;
 };
 
-// For calls that return nothing but can fail: `return Ok{};` or `return Status::failure(why);`.
+// For calls that return nothing but can fail: `return Ok{};` or `return Failure{why};`.
 struct Ok {};
 using Status = Result<Ok>;
 

@@ -61,7 +61,7 @@ struct SizeArgs {
 
 Result<std::uint64_t> quantity(const std::string& flag, const std::string& text) {
   auto q = sizing::parse_size(text);
-  if (!q) return Result<std::uint64_t>::failure(flag + ": \"" + text + "\" " + q.error());
+  if (!q) return Failure{flag + ": \"" + text + "\" " + q.error()};
   return q;
 }
 
@@ -139,7 +139,7 @@ Result<std::vector<std::string>> input_files(const ManifestArgs& a) {
   std::vector<std::string> files;
   for (auto& f : *all)
     if (f == "-" || !excluded(f, a.excludes)) files.push_back(std::move(f));
-  if (files.empty()) return Result<std::vector<std::string>>::failure("no input files found in " + a.files.front());
+  if (files.empty()) return Failure{"no input files found in " + a.files.front()};
   return files;
 }
 
@@ -183,7 +183,7 @@ void print_mutate_report(const manifests::TemplateReport& r) {
 Status process_file(manifests::OfflineRunner& runner, const std::string& f) {
   if (f == "-") return runner.process("<stdin>", std::cin);
   std::ifstream in(f, std::ios::binary);
-  if (!in) return Status::failure(f + ": cannot open: " + std::strerror(errno));
+  if (!in) return Failure{f + ": cannot open: " + std::strerror(errno)};
   return runner.process(f, in);
 }
 

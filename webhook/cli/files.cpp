@@ -33,11 +33,10 @@ bool manifest_name(const std::string& name) {
 
 // Walks `dir` (already stat'ed as `st`), adding manifest files to `out`. `seen` holds the
 // directories entered (device, inode), so a symlink back up the tree ends the walk there.
-Result<bool> walk(const std::string& dir, const struct stat& st, std::set<std::pair<dev_t, ino_t>>& seen,
-                  Strings& out) {
-  if (!seen.insert({st.st_dev, st.st_ino}).second) return true;
+Status walk(const std::string& dir, const struct stat& st, std::set<std::pair<dev_t, ino_t>>& seen, Strings& out) {
+  if (!seen.insert({st.st_dev, st.st_ino}).second) return Ok{};
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return Result<bool>::failure(dir + ": cannot read directory: " + why());
+  if (!d) return Failure{dir + ": cannot read directory: " + why()};
   Strings names;
   errno = 0;
   while (const dirent* e = ::readdir(d)) {
@@ -46,7 +45,7 @@ Result<bool> walk(const std::string& dir, const struct stat& st, std::set<std::p
   }
   const int read_errno = errno;
   ::closedir(d);
-  if (read_errno != 0) return Result<bool>::failure(dir + ": cannot read directory: " + std::strerror(read_errno));
+  if (read_errno != 0) return Failure{dir + ": cannot read directory: " + std::strerror(read_errno)};
   for (const auto& name : names) {
     const std::string path = (dir.ends_with('/') ? dir : dir + "/") + name;
     struct stat est{};
@@ -55,7 +54,7 @@ Result<bool> walk(const std::string& dir, const struct stat& st, std::set<std::p
       const bool link = ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
       // A dangling link that does not look like a manifest is none of our business.
       if (link && errno == ENOENT && !manifest_name(name)) continue;
-      return Result<bool>::failure(path + (link ? ": cannot follow symlink: " : ": ") + why());
+      return Failure{path + (link ? ": cannot follow symlink: " : ": ") + why()};
     }
     if (S_ISDIR(est.st_mode)) {
       auto r = walk(path, est, seen, out);
@@ -64,19 +63,19 @@ Result<bool> walk(const std::string& dir, const struct stat& st, std::set<std::p
       out.push_back(path);
     }
   }
-  return true;
+  return Ok{};
 }
 
-Result<bool> write_all(int fd, const std::string& text) {
+Status write_all(int fd, const std::string& text) {
   std::size_t off = 0;
   while (off < text.size()) {
     ssize_t n = ::write(fd, text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Result<bool>::failure(why());
+    if (n <= 0) return Failure{why()};
     off += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) return Result<bool>::failure(why());
-  return true;
+  if (::fsync(fd) != 0) return Failure{why()};
+  return Ok{};
 }
 
 bool in_group(gid_t gid) {
@@ -97,14 +96,14 @@ Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& a
       continue;
     }
     struct stat st{};
-    if (::stat(a.c_str(), &st) != 0) return Result<Strings>::failure(a + ": " + why());
+    if (::stat(a.c_str(), &st) != 0) return Failure{a + ": " + why()};
     if (!S_ISDIR(st.st_mode)) {
       files.push_back(a);
       continue;
     }
     Strings found;
     auto r = walk(a, st, seen, found);
-    if (!r) return Result<Strings>::failure(r.error());
+    if (!r) return Failure{r.error()};
     std::sort(found.begin(), found.end());
     files.insert(files.end(), found.begin(), found.end());
   }
@@ -115,20 +114,20 @@ Result<RewritePlan> plan_rewrite(const std::string& path) {
   RewritePlan p;
   p.path = path;
   char* real = ::realpath(path.c_str(), nullptr);
-  if (!real) return Result<RewritePlan>::failure(path + ": " + why());
+  if (!real) return Failure{path + ": " + why()};
   p.target = real;
   std::free(real);
   struct stat st{};
   p.via_link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
-  if (::stat(p.target.c_str(), &st) != 0) return Result<RewritePlan>::failure(path + ": " + why());
-  if (!S_ISREG(st.st_mode)) return Result<RewritePlan>::failure(path + ": not a regular file");
+  if (::stat(p.target.c_str(), &st) != 0) return Failure{path + ": " + why()};
+  if (!S_ISREG(st.st_mode)) return Failure{path + ": not a regular file"};
   const std::string dir = p.target.substr(0, p.target.rfind('/') + 1);
   // A rename gives the file the writer's owner: only when that can be set back to the file's own.
   const bool keeps_owner = ::geteuid() == 0 || (st.st_uid == ::geteuid() && in_group(st.st_gid));
   p.in_place = st.st_nlink > 1 || !keeps_owner || ::access(dir.c_str(), W_OK) != 0;
   if (p.in_place && ::access(p.target.c_str(), W_OK) != 0) {
-    return Result<RewritePlan>::failure(path + ": cannot rewrite keeping its owner " + std::to_string(st.st_uid) +
-                                        ":" + std::to_string(st.st_gid) + " (" + why() + ")");
+    return Failure{path + ": cannot rewrite keeping its owner " + std::to_string(st.st_uid) +
+                                        ":" + std::to_string(st.st_gid) + " (" + why() + ")"};
   }
   return p;
 }
@@ -138,10 +137,10 @@ namespace {
 // Hard links and owners stay as they are; not atomic, so done only after every check passed.
 Status write_in_place(const RewritePlan& p, const std::string& text) {
   int fd = ::open(p.target.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0) return Status::failure(p.path + ": cannot write: " + why());
+  if (fd < 0) return Failure{p.path + ": cannot write: " + why()};
   auto w = write_all(fd, text);
   const bool closed = ::close(fd) == 0;
-  if (!w || !closed) return Status::failure(p.path + ": cannot write: " + (w ? why() : w.error()));
+  if (!w || !closed) return Failure{p.path + ": cannot write: " + (w ? why() : w.error())};
   return Ok{};
 }
 
@@ -170,7 +169,7 @@ Status replace(const RewritePlan& p, const std::string& staged) {
   if (::rename(staged.c_str(), p.target.c_str()) == 0) return Ok{};
   const std::string err = why();
   ::unlink(staged.c_str());
-  return Status::failure(p.path + ": cannot replace: " + err);
+  return Failure{p.path + ": cannot replace: " + err};
 }
 
 Result<std::string> read_whole(const std::string& path) {
@@ -182,16 +181,11 @@ Result<std::string> read_whole(const std::string& path) {
 
 }  // namespace
 
-Result<bool> rewrite(const RewritePlan& p, const std::string& text) {
-  if (p.in_place) {
-    auto w = write_in_place(p, text);
-    if (!w) return w.failure_part();
-    return true;
-  }
+Status rewrite(const RewritePlan& p, const std::string& text) {
+  if (p.in_place) return write_in_place(p, text);
   auto staged = stage(p, text);
   if (!staged) return staged.failure_part();
-  if (auto r = replace(p, *staged); !r) return r.failure_part();
-  return true;
+  return replace(p, *staged);
 }
 
 Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& changes) {
@@ -206,7 +200,7 @@ Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& chang
     auto tmp = was && !plan.in_place ? stage(plan, text) : Result<std::string>(std::string());
     if (!was || !tmp) {
       drop_staged(0);
-      return Status::failure((was ? tmp.error() : was.error()) + "; nothing was written");
+      return Failure{(was ? tmp.error() : was.error()) + "; nothing was written"};
     }
     old[i] = std::move(*was);
     staged[i] = std::move(*tmp);
@@ -229,7 +223,7 @@ Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& chang
       for (auto it = back.rbegin(); it != back.rend(); ++it) msg += " " + *it;
     }
     for (const auto& l : lost) msg += "; NOT put back: " + l;
-    return Status::failure(msg);
+    return Failure{msg};
   }
   return Ok{};
 }

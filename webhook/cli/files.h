@@ -30,7 +30,7 @@ struct RewritePlan {
 Result<RewritePlan> plan_rewrite(const std::string& path);
 
 // Writes `text` as the plan says; the error names the file.
-Result<bool> rewrite(const RewritePlan& plan, const std::string& text);
+Status rewrite(const RewritePlan& plan, const std::string& text);
 
 // Rewrites every file or none (`mutate -i` over many files). Each file's old content is read and
 // each new one staged in a temporary file beside it before any file is replaced; then they are

@@ -9,12 +9,12 @@
 
 namespace shmguard::cli {
 
-// A whole-number flag ("--batch-size 32"). False with `err` naming the flag when it is not one,
-// or is 0 where that makes no sense.
+// A whole-number flag ("--batch-size 32"): a failure naming the flag when it is not one, or is 0
+// where that makes no sense.
 inline Result<std::uint64_t> count_flag(const std::string& flag, const std::string& text, bool allow_zero) {
   auto v = sizing::parse_count(text);
-  if (!v) return Result<std::uint64_t>::failure(flag + ": expected a whole number, got \"" + text + "\"");
-  if (*v == 0 && !allow_zero) return Result<std::uint64_t>::failure(flag + ": must be at least 1");
+  if (!v) return Failure{flag + ": expected a whole number, got \"" + text + "\""};
+  if (*v == 0 && !allow_zero) return Failure{flag + ": must be at least 1"};
   return *v;
 }
 

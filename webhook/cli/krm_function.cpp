@@ -125,7 +125,7 @@ int write_list(const manifests::YamlDocument& doc, const json& list, const json&
   }
   manifests::YamlDocument outdoc;
   auto parsed = manifests::parse_document(body, outdoc);
-  auto j = parsed ? manifests::to_json(outdoc.root, body.size() * 16 + 4096) : Result<json>::failure(parsed.error());
+  auto j = parsed ? manifests::to_json(outdoc.root, body.size() * 16 + 4096) : Failure{parsed.error()};
   if (!j) {
     err << "shmguard fn: internal error: " << j.error() << "\n";
     return kExitFunctionError;

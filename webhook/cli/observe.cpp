@@ -46,14 +46,14 @@ int fail(const std::string& msg) {
 // `docker run --shm-size`) gives its processes. The command inherits it; so does the sampler.
 Status private_shm(std::uint64_t bytes) {
   if (::geteuid() != 0)
-    return Status::failure("--shm-size needs root: it mounts a private tmpfs at /dev/shm in a new mount namespace "
-                           "(run as root, or without --shm-size to measure the current /dev/shm)");
-  if (::unshare(CLONE_NEWNS) != 0) return Status::failure(std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno));
+    return Failure{"--shm-size needs root: it mounts a private tmpfs at /dev/shm in a new mount namespace "
+                           "(run as root, or without --shm-size to measure the current /dev/shm)"};
+  if (::unshare(CLONE_NEWNS) != 0) return Failure{std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno)};
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-    return Status::failure(std::string("making mounts private: ") + std::strerror(errno));
+    return Failure{std::string("making mounts private: ") + std::strerror(errno)};
   const std::string opts = "size=" + std::to_string(bytes) + ",mode=1777";
   if (::mount("tmpfs", kShm, "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0)
-    return Status::failure(std::string("mounting a tmpfs at /dev/shm: ") + std::strerror(errno));
+    return Failure{std::string("mounting a tmpfs at /dev/shm: ") + std::strerror(errno)};
   return Ok{};
 }
 

@@ -100,7 +100,7 @@ Status collect(const ReviewArgs& a, manifests::OfflineRunner& runner) {
     std::ifstream file;
     if (f != "-") {
       file.open(f, std::ios::binary);
-      if (!file) return Status::failure(f + ": cannot open: " + std::strerror(errno));
+      if (!file) return Failure{f + ": cannot open: " + std::strerror(errno)};
     }
     if (auto done = runner.process(f == "-" ? "<stdin>" : f, f == "-" ? std::cin : file); !done) return done;
   }
@@ -148,7 +148,7 @@ Result<Url> parse_url(const std::string& s, std::string_view default_path, std::
   u.path = std::string(default_path);
   const std::string scheme = "https://";
   if (s.compare(0, scheme.size(), scheme) != 0) {
-    return Result<Url>::failure(std::string(flag) + " must be an https:// URL, got \"" + s + "\"");
+    return Failure{std::string(flag) + " must be an https:// URL, got \"" + s + "\""};
   }
   std::string rest = s.substr(scheme.size());
   if (auto slash = rest.find('/'); slash != std::string::npos) {
@@ -159,7 +159,7 @@ Result<Url> parse_url(const std::string& s, std::string_view default_path, std::
   if (!rest.empty() && rest.front() == '[') {  // [::1]:8443
     auto close = rest.find(']');
     if (close == std::string::npos) {
-      return Result<Url>::failure(std::string(flag) + ": unterminated IPv6 address");
+      return Failure{std::string(flag) + ": unterminated IPv6 address"};
     }
     u.host = rest.substr(1, close - 1);
     if (close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
@@ -171,12 +171,12 @@ Result<Url> parse_url(const std::string& s, std::string_view default_path, std::
   }
   if (!port.empty()) {
     if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535) {
-      return Result<Url>::failure(std::string(flag) + ": bad port \"" + port + "\"");
+      return Failure{std::string(flag) + ": bad port \"" + port + "\""};
     }
     u.port = std::stoi(port);
   }
   if (u.host.empty()) {
-    return Result<Url>::failure(std::string(flag) + ": no host in \"" + s + "\"");
+    return Failure{std::string(flag) + ": no host in \"" + s + "\""};
   }
   return u;
 }

@@ -12,14 +12,14 @@ namespace shmguard::config {
 namespace {
 
 // " (line N)" from yaml-cpp's 0-based mark.
-std::string where(const YAML::Node& n) {
+// The node's line (1-based) for a Failure, or 0.
+int line_of(const YAML::Node& n) {
   const auto m = n.Mark();
-  if (m.is_null() || m.line < 0) return "";
-  return " (line " + std::to_string(m.line + 1) + ")";
+  return m.is_null() || m.line < 0 ? 0 : m.line + 1;
 }
 
 Result<std::string> scalar(const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) return Failure{key + ": expected a scalar" + where(n)};
+  if (!n.IsScalar()) return Failure{key + ": expected a scalar", line_of(n)};
   return n.Scalar();
 }
 
@@ -28,7 +28,7 @@ Result<std::uint64_t> quantity(const YAML::Node& n, const std::string& key) {
   if (!text) return text.failure_part();
   // 0 is a valid base or NCCL allowance; validate() refuses a min of 0.
   auto q = sizing::parse_size(*text, {.zero_ok = true, .saturate_ok = false});
-  if (!q) return Failure{key + ": \"" + *text + "\" " + q.error() + where(n)};
+  if (!q) return Failure{key + ": \"" + *text + "\" " + q.error(), line_of(n)};
   return *q;
 }
 
@@ -36,8 +36,8 @@ Result<std::uint64_t> positive_int(const YAML::Node& n, const std::string& key) 
   auto text = scalar(n, key);
   if (!text) return text.failure_part();
   auto v = sizing::parse_count(*text);  // the one parser for counts (annotations, flags, config)
-  if (!v) return Failure{key + ": expected a positive integer, got \"" + *text + "\"" + where(n)};
-  if (*v == 0) return Failure{key + ": must be at least 1" + where(n)};
+  if (!v) return Failure{key + ": expected a positive integer, got \"" + *text + "\"", line_of(n)};
+  if (*v == 0) return Failure{key + ": must be at least 1", line_of(n)};
   return *v;
 }
 
@@ -46,7 +46,7 @@ Result<bool> boolean(const YAML::Node& n, const std::string& key) {
   if (!text) return text.failure_part();
   if (*text == "true") return true;
   if (*text == "false") return false;
-  return Failure{key + ": expected true or false, got \"" + *text + "\"" + where(n)};
+  return Failure{key + ": expected true or false, got \"" + *text + "\"", line_of(n)};
 }
 
 // A decimal with at most three fractional digits, in thousandths; nullopt for any other text.
@@ -77,20 +77,20 @@ Result<std::uint32_t> headroom(const YAML::Node& n, const std::string& key) {
   auto text = scalar(n, key);
   if (!text) return text.failure_part();
   auto v = decimal_milli(*text);
-  if (!v) return Failure{key + ": expected a decimal like 1.5, got \"" + *text + "\"" + where(n)};
-  if (*v < 1000 || *v > 100000) return Failure{key + ": must be between 1 and 100" + where(n)};
+  if (!v) return Failure{key + ": expected a decimal like 1.5, got \"" + *text + "\"", line_of(n)};
+  if (*v < 1000 || *v > 100000) return Failure{key + ": must be between 1 and 100", line_of(n)};
   return static_cast<std::uint32_t>(*v);
 }
 
 Result<std::vector<std::string>> string_list(const YAML::Node& n, const std::string& key) {
   using R = std::vector<std::string>;
   if (n.IsNull()) return R{};
-  if (!n.IsSequence()) return Failure{key + ": expected a list of strings" + where(n)};
+  if (!n.IsSequence()) return Failure{key + ": expected a list of strings", line_of(n)};
   R out;
   for (const auto& item : n) {
     auto s = scalar(item, key + "[]");
     if (!s) return s.failure_part();
-    if (s->empty()) return Failure{key + ": empty entry" + where(item)};
+    if (s->empty()) return Failure{key + ": empty entry", line_of(item)};
     out.push_back(*s);
   }
   return out;
@@ -98,14 +98,14 @@ Result<std::vector<std::string>> string_list(const YAML::Node& n, const std::str
 
 // A mapping whose keys are all known.
 Status check_keys(const YAML::Node& n, const std::string& section, const std::set<std::string>& known) {
-  if (!n.IsMap()) return Status::failure((section.empty() ? "config" : section) + ": expected a mapping" + where(n));
+  if (!n.IsMap()) return Failure{(section.empty() ? "config" : section) + ": expected a mapping", line_of(n)};
   for (const auto& kv : n) {
     const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
     if (!known.count(k)) {
       std::string list;
       for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
-      return Status::failure("unknown key \"" + (section.empty() ? k : section + "." + k) + "\"" + where(kv.first) +
-                             "; known keys: " + list);
+      return Failure{"unknown key \"" + (section.empty() ? k : section + "." + k) + "\"; known keys: " + list,
+                     line_of(kv.first)};
     }
   }
   return Ok{};
@@ -163,24 +163,24 @@ Status read_selection(const YAML::Node& s, SelectionConfig& c) {
 Result<Mode> mode(const YAML::Node& m, const std::string& key) {
   auto v = scalar(m, key);
   if (!v) return v.failure_part();
-  if (*v != "enforce" && *v != "audit") return Failure{key + ": must be enforce or audit, got \"" + *v + "\"" + where(m)};
+  if (*v != "enforce" && *v != "audit") return Failure{key + ": must be enforce or audit, got \"" + *v + "\"", line_of(m)};
   return *v == "audit" ? Mode::kAudit : Mode::kEnforce;
 }
 
 Status validate(const Config& c) {
   for (const auto& rule : c.selection.label_keys)
     if (rule.empty() || rule[0] == '=')
-      return Status::failure("selection.labelKeys: \"" + rule + "\" has no label key (expected key or key=value)");
+      return Failure{"selection.labelKeys: \"" + rule + "\" has no label key (expected key or key=value)"};
   for (const auto& cmd : c.selection.commands)
     if (cmd.find_first_not_of(" \t") == std::string::npos)
-      return Status::failure("selection.commands: an empty entry (expected a program, e.g. torchrun or \"accelerate launch\")");
-  if (c.sizing.min == 0) return Status::failure("sizing.min: must be greater than 0");
+      return Failure{"selection.commands: an empty entry (expected a program, e.g. torchrun or \"accelerate launch\")"};
+  if (c.sizing.min == 0) return Failure{"sizing.min: must be greater than 0"};
   if (c.sizing.min > c.sizing.max)
-    return Status::failure("sizing.min (" + sizing::format_quantity(c.sizing.min) + ") is above sizing.max (" +
-                           sizing::format_quantity(c.sizing.max) + ")");
+    return Failure{"sizing.min (" + sizing::format_quantity(c.sizing.min) + ") is above sizing.max (" +
+                           sizing::format_quantity(c.sizing.max) + ")"};
   if (c.sizing.default_size < c.sizing.min || c.sizing.default_size > c.sizing.max)
-    return Status::failure("sizing.default (" + sizing::format_quantity(c.sizing.default_size) +
-                           ") must lie between sizing.min and sizing.max");
+    return Failure{"sizing.default (" + sizing::format_quantity(c.sizing.default_size) +
+                           ") must lie between sizing.min and sizing.max"};
   return Ok{};
 }
 
@@ -204,18 +204,18 @@ Result<Config> parse_config(std::string_view yaml_text) {
   try {  // yaml-cpp reports syntax errors by throwing; nothing else here throws them
     root = YAML::Load(std::string(yaml_text));
   } catch (const YAML::Exception& e) {
-    return Failure{"invalid YAML: " + e.msg + (e.mark.is_null() ? "" : " (line " + std::to_string(e.mark.line + 1) + ")")};
+    return Failure{"invalid YAML: " + e.msg, e.mark.is_null() || e.mark.line < 0 ? 0 : e.mark.line + 1};
   }
   return read_config(root);
 }
 
 Result<Config> load_config_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Result<Config>::failure(path + ": cannot open config file");
+  if (!in) return Failure{path + ": cannot open config file"};
   std::stringstream ss;
   ss << in.rdbuf();
   auto r = parse_config(ss.str());
-  if (!r) return Result<Config>::failure(path + ": " + r.error());
+  if (!r) return Failure{path + (r.line() ? ":" + std::to_string(r.line()) : "") + ": " + r.error(), r.line()};
   return r;
 }
 

@@ -137,7 +137,7 @@ DocumentOutcome DocumentWorker::run(const std::string& file, int index, const Ra
   DocumentOutcome out;
   const Place at{file, raw};
   if (auto parsed = parse_document(raw.text, ydoc_); !parsed) {
-    out.status = Status::failure(at(parsed.line()) + ": " + parsed.error() + syntax_hint(raw.text, parsed.line()));
+    out.status = Failure{at(parsed.line()) + ": " + parsed.error() + syntax_hint(raw.text, parsed.line())};
     return out;
   }
   const YamlNode* node = ydoc_.root;
@@ -146,20 +146,20 @@ DocumentOutcome DocumentWorker::run(const std::string& file, int index, const Ra
     return out;
   }
   if (node->kind != YamlNode::Kind::kMap) {
-    out.status = Status::failure(at(node->line) + ": document " + std::to_string(index) + " is " + type_name(*node) +
-                                 ", expected a Kubernetes object (a mapping)");
+    out.status = Failure{at(node->line) + ": document " + std::to_string(index) + " is " + type_name(*node) +
+                                 ", expected a Kubernetes object (a mapping)"};
     return out;
   }
   if (!resolve(node, "/kind")) {  // kubectl and kubeconform refuse it the same way
-    out.status = Status::failure(at(node->line) + ": document " + std::to_string(index) +
+    out.status = Failure{at(node->line) + ": document " + std::to_string(index) +
                                  " is not a Kubernetes object: missing 'kind' key (a Helm values file or other "
-                                 "configuration? --exclude it, or check --skip-invalid)");
+                                 "configuration? --exclude it, or check --skip-invalid)"};
     return out;
   }
   node_budget_ = node_budget(raw.text);
   auto doc = to_json(node, node_budget_);
   if (!doc) {
-    out.status = Status::failure(at(doc.line()) + ": " + doc.error());
+    out.status = Failure{at(doc.line()) + ": " + doc.error()};
     return out;
   }
   out.status = analyze(at, index, *doc, out);
@@ -173,8 +173,8 @@ Status DocumentWorker::analyze(const Place& at, int index, json& doc, DocumentOu
   // Written out, the document would pass on what kubectl refuses: mutate stops instead.
   for (const auto& rep : out.reports) {
     if (rep.rejected.empty()) continue;
-    auto refused = Status::failure(rep.file + ":" + std::to_string(rep.rejected.front().first) + ": " +
-                                   rep.rejected.front().second);
+    auto refused = Failure{rep.file + ":" + std::to_string(rep.rejected.front().first) + ": " +
+                                   rep.rejected.front().second};
     out.reports.clear();  // the document is refused as a whole: no report for its templates
     return refused;
   }
@@ -263,7 +263,7 @@ void DocumentWorker::check_annotation_types(const json& tmpl, TemplateReport& re
 // The tree as one JSON object.
 Status DocumentWorker::set_json(const Place& at, DocumentOutcome& out) {
   auto text = emit_json(ydoc_.root, node_budget_ * 2, 0);
-  if (!text) return Status::failure(at(text.line()) + ": " + text.error());
+  if (!text) return Failure{at(text.line()) + ": " + text.error()};
   out.text = std::move(*text);
   return Ok{};
 }
@@ -292,7 +292,7 @@ Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, json& 
   if (!edit) return edit;
   doc.patch_inplace(combined);  // `doc` is not needed unpatched any more
   if (auto parsed = parse_document(*edit, check_doc_); !parsed)
-    return Result<std::string>::failure("the edited text does not parse: " + parsed.error());
+    return Failure{"the edited text does not parse: " + parsed.error()};
   if (!equals_json(check_doc_.root, doc, node_budget(*edit))) {
     // With aliases, the likely cause: an edited template reaches an anchored node that a place
     // shmguard leaves alone (or edits differently) shares. Re-emitting would expand the anchor.
@@ -301,12 +301,13 @@ Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, json& 
         const YamlNode* anchor = nullptr;  // the first anchored node on the op's way down
         resolve(ydoc_.root, op["path"].get<std::string>(), &anchor);
         if (anchor && anchor != ydoc_.root)
-          return Result<std::string>::failure(
+          return Failure{
               "an anchored node here is shared through an alias with a template shmguard does not change the same "
               "way (not a training pod, opted out, or another size): editing it would change that one too",
-              anchor->line);
+              anchor->line, static_cast<int>(EditFailure::kAnchorConflict)};
       }
-    return Result<std::string>::failure("the edited text does not read back as the patched object");
+    return Failure{"the edited text does not read back as the patched object", 0,
+                   static_cast<int>(EditFailure::kUnsupportedLayout)};
   }
   return edit;
 }
@@ -314,15 +315,15 @@ Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, json& 
 // The re-emitter: the patched tree written out in full, leading comments and directives kept.
 Status DocumentWorker::reemit(const Place& at, DocumentOutcome& out) {
   if (!ydoc_.unshare(node_budget_))
-    return Status::failure(at(0) + ": document expands to too many nodes (alias expansion?)");
+    return Failure{at(0) + ": document expands to too many nodes (alias expansion?)"};
   for (const auto& rep : out.reports) {
     if (!rep.result.mutated()) continue;
     if (auto applied = apply_patch(ydoc_, rep.pointer, rep.result.patch); !applied)
-      return Status::failure(at(0) + ": internal error applying the patch to " + rep.path + ": " + applied.error());
+      return Failure{at(0) + ": internal error applying the patch to " + rep.path + ": " + applied.error()};
   }
   if (opts_.format == OutputFormat::kJson) return set_json(at, out);
   auto text = emit_yaml(ydoc_.root, node_budget_ * 2);
-  if (!text) return Status::failure(at(text.line()) + ": " + text.error());
+  if (!text) return Failure{at(text.line()) + ": " + text.error()};
   bool had_sep = false;
   std::string head = leading_comments(at.raw.text, had_sep);
   std::string body = (had_sep ? std::string("---\n") : std::string()) + head + *text;
@@ -343,17 +344,18 @@ Status DocumentWorker::write_changed(const Place& at, json& doc, DocumentOutcome
       return Ok{};
     }
     // Re-emitting loses comments and layout: only when asked (README "mutate").
+    const bool anchor = edit.kind<EditFailure>() == EditFailure::kAnchorConflict;
     if (!opts_.allow_reformat) {
-      if (edit.line() > 0)
-        return Status::failure(at(edit.line()) + ": " + edit.error() +
-                               "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)");
+      if (anchor)
+        return Failure{at(edit.line()) + ": " + edit.error() +
+                               "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)"};
       const auto first = std::find_if(out.reports.begin(), out.reports.end(),
                                       [](const TemplateReport& r) { return r.result.mutated(); });
       const int line = first == out.reports.end() ? 0 : first->line - at.raw.first_line + 1;
-      return Status::failure(at(line) + ": cannot edit the document in place (" + edit.error() +
-                             "); nothing was written (--allow-reformat re-emits the document: comments and layout lost)");
+      return Failure{at(line) + ": cannot edit the document in place (" + edit.error() +
+                             "); nothing was written (--allow-reformat re-emits the document: comments and layout lost)"};
     }
-    const std::string why = edit.line() > 0 ? edit.error() + " at " + at(edit.line()) : edit.error();
+    const std::string why = anchor ? edit.error() + " at " + at(edit.line()) : edit.error();
     for (auto& rep : out.reports)
       if (rep.result.mutated()) rep.reemitted_because = why;
   }

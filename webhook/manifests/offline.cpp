@@ -35,7 +35,7 @@ DocumentOutcome run_guarded(DocumentWorker& worker, const std::string& file, int
     return worker.run(file, index, raw);
   } catch (const std::exception& e) {
     DocumentOutcome out;
-    out.status = Status::failure(file + ":" + std::to_string(raw.first_line) + ": internal error: " + e.what());
+    out.status = Failure{file + ":" + std::to_string(raw.first_line) + ": internal error: " + e.what()};
     return out;
   }
 }

@@ -482,17 +482,17 @@ class Editor {
 
 Result<std::string> edit_in_place(const std::string& text, const YamlDocument& doc,
                                   const std::vector<TemplatePatch>& patches) {
-  if (!doc.root) return Result<std::string>::failure("empty document");
+  if (!doc.root) return Failure{"empty document", 0, static_cast<int>(EditFailure::kUnsupportedLayout)};
   try {
     Editor ed(text, doc);
     for (const auto& p : patches) ed.add_patch(p.pointer, *p.ops);
     return ed.apply();
   } catch (const AnchorConflict& c) {
-    return Result<std::string>::failure(c.why, c.line);
+    return Failure{c.why, c.line, static_cast<int>(EditFailure::kAnchorConflict)};
   } catch (const Unsupported& u) {
-    return Result<std::string>::failure(u.why);
+    return Failure{u.why, 0, static_cast<int>(EditFailure::kUnsupportedLayout)};
   } catch (const std::exception& e) {
-    return Result<std::string>::failure(e.what());
+    return Failure{e.what(), 0, static_cast<int>(EditFailure::kUnsupportedLayout)};
   }
 }
 

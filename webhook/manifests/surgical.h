@@ -25,10 +25,15 @@ struct TemplatePatch {
 // of a mapping or sequence, and "add"/"replace" of an existing value. Templates that reach one
 // node through an anchor (aliases) and ask for the same edit there get it once. The caller
 // verifies the result by parsing it.
-// The edited text, or why it could not be edited in place: a failure with a line() is an anchor
-// conflict (templates sharing the anchored node at that line, relative to the document, need
-// different edits); one without is a layout the editor does not support (a replaced block
-// scalar, an anchored value), which the re-emitter can still write.
+// Why a document could not be edited in place (Result::kind<EditFailure>()).
+enum class EditFailure {
+  kUnsupportedLayout = 0,  // a layout the editor does not write (an anchored value, a replaced block
+                           // scalar): the re-emitter can still write the document
+  kAnchorConflict = 1,     // templates sharing the anchored node at line() (in the document) need
+                           // different edits: no writer can keep both
+};
+
+// The edited text, or why it could not be edited in place.
 Result<std::string> edit_in_place(const std::string& text, const YamlDocument& doc,
                                   const std::vector<TemplatePatch>& patches);
 

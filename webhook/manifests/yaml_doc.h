@@ -124,9 +124,13 @@ const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const 
 
 // ---- yaml_read.cpp (with DocumentReader, YamlDocument, TextIndex, strip_trailing_block_scalar) ----
 
-// Parses one document. A failure has the line (1-based within the document) where there is one;
-// its message starts "invalid YAML: " for a syntax error, but not for valid YAML that a bound
-// refuses (nesting, a recursive alias).
+// Why a document did not parse (Result::kind<ParseFailure>()).
+enum class ParseFailure {
+  kSyntax = 0,  // not YAML (the message starts "invalid YAML: ")
+  kBound = 1,   // valid YAML that a bound refuses: nesting, a recursive alias
+};
+
+// Parses one document. A failure has the line (1-based within the document) where there is one.
 Status parse_document(const std::string& text, YamlDocument& doc);
 
 // ---- yaml_convert.cpp ----

@@ -23,13 +23,12 @@ struct Unconvertible {
 // Runs a tree walk, turning its budget and shape failures into a failure (with the line).
 template <typename Walk>
 auto guarded(Walk&& walk) -> Result<decltype(walk())> {
-  using R = Result<decltype(walk())>;
   try {
     return walk();
   } catch (const BudgetExceeded&) {
-    return R::failure("document expands to too many nodes (alias expansion?)");
+    return Failure{"document expands to too many nodes (alias expansion?)"};
   } catch (const Unconvertible& u) {
-    return R::failure(u.why, u.line);
+    return Failure{u.why, u.line};
   }
 }
 

@@ -75,7 +75,7 @@ Result<YamlNode*> parent_of(YamlNode* cur, const std::vector<std::string>& token
     std::size_t idx = 0;
     if (cur->kind == YamlNode::Kind::kMap) next = find_value(cur, tokens[i]);
     else if (cur->kind == YamlNode::Kind::kSequence && seq_index(tokens[i], cur->items.size(), idx)) next = cur->items[idx];
-    if (!next) return Result<YamlNode*>::failure("path " + path + " does not resolve at \"" + tokens[i] + "\"");
+    if (!next) return Failure{"path " + path + " does not resolve at \"" + tokens[i] + "\""};
     cur = next;
   }
   return cur;
@@ -92,11 +92,11 @@ Status put(YamlDocument& doc, YamlNode* parent, const std::string& kind, const s
       if (kind == "replace") parent->items[idx] = value;
       else parent->items.insert(parent->items.begin() + static_cast<std::ptrdiff_t>(idx), value);
     } else {
-      return Status::failure("index " + last + " out of range in " + path);
+      return Failure{"index " + last + " out of range in " + path};
     }
     return Ok{};
   }
-  if (parent->kind != YamlNode::Kind::kMap) return Status::failure("cannot add to a scalar at " + path);
+  if (parent->kind != YamlNode::Kind::kMap) return Failure{"cannot add to a scalar at " + path};
   for (auto& [k, v] : parent->pairs) {
     if (k->kind == YamlNode::Kind::kScalar && k->value == last) {
       v = value;
@@ -118,19 +118,19 @@ Status apply_patch(YamlDocument& doc, const std::string& prefix, const json& pat
       const std::string kind = op.at("op").get<std::string>();
       const std::string path = prefix + op.at("path").get<std::string>();
       const auto tokens = pointer_tokens(path);
-      if (tokens.empty() || !doc.root) return Status::failure("cannot patch the document root");
+      if (tokens.empty() || !doc.root) return Failure{"cannot patch the document root"};
       auto parent = parent_of(doc.root, tokens, path);
-      if (!parent) return Status::failure(parent.error());
+      if (!parent) return Failure{parent.error()};
       if (kind == "add" || kind == "replace") {
         if (auto done = put(doc, *parent, kind, tokens.back(), from_json(doc, op.at("value")), path); !done) return done;
       } else if (kind == "remove" && (*parent)->kind == YamlNode::Kind::kMap) {
         std::erase_if((*parent)->pairs, [&](const auto& kv) { return kv.first->value == tokens.back(); });
       } else {
-        return Status::failure("unsupported patch operation " + kind);
+        return Failure{"unsupported patch operation " + kind};
       }
     }
   } catch (const json::exception& e) {  // a patch of the wrong shape (op, path or value missing)
-    return Status::failure(e.what());
+    return Failure{e.what()};
   }
   return Ok{};
 }

@@ -32,7 +32,7 @@ class Builder {
 
   Status run(const std::string& text) {
     yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) return Status::failure("cannot initialise the YAML parser");
+    if (!yaml_parser_initialize(&parser)) return Failure{"cannot initialise the YAML parser"};
     std::unique_ptr<yaml_parser_t, void (*)(yaml_parser_t*)> guard(&parser, yaml_parser_delete);
     yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
     int documents = 0;
@@ -41,7 +41,8 @@ class Builder {
       if (!yaml_parser_parse(&parser, &ev)) {
         std::string why = parser.problem ? parser.problem : "unreadable";
         if (parser.context) why = std::string(parser.context) + ": " + why;
-        return Status::failure("invalid YAML: " + why, static_cast<int>(parser.problem_mark.line) + 1);
+        return Failure{"invalid YAML: " + why, static_cast<int>(parser.problem_mark.line) + 1,
+                       static_cast<int>(ParseFailure::kSyntax)};
       }
       std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> ev_guard(&ev, yaml_event_delete);
       const int line = static_cast<int>(ev.start_mark.line) + 1;
@@ -60,7 +61,7 @@ class Builder {
         case YAML_ALIAS_EVENT: ok = on_alias(ev, line); break;
         default: break;
       }
-      if (!ok) return Status::failure(error_, error_line_);
+      if (!ok) return Failure{error_, error_line_, static_cast<int>(error_kind_)};
     }
   }
 
@@ -69,10 +70,12 @@ class Builder {
   bool fail(std::string message, int line, bool limit = false) {
     error_ = limit ? std::move(message) : "invalid YAML: " + message;
     error_line_ = line;
+    error_kind_ = limit ? ParseFailure::kBound : ParseFailure::kSyntax;
     return false;
   }
   std::string error_;
   int error_line_ = 0;
+  ParseFailure error_kind_ = ParseFailure::kSyntax;
 
   bool on_scalar(const yaml_event_t& ev, int line) {
     YamlNode* n = doc_.make(YamlNode::Kind::kScalar);

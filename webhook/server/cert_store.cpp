@@ -55,14 +55,13 @@ FileStamp stamp_of(const std::string& path) {
 }
 
 Result<std::shared_ptr<CertPair>> parse_cert_pair(const std::string& cert_pem, const std::string& key_pem) {
-  using R = Result<std::shared_ptr<CertPair>>;
   ERR_clear_error();
   auto pair = std::make_shared<CertPair>();
   BIO* cb = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
   pair->cert = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
   if (!pair->cert) {
     BIO_free(cb);
-    return R::failure("certificate: no PEM certificate (" + openssl_error() + ")");
+    return Failure{"certificate: no PEM certificate (" + openssl_error() + ")"};
   }
   pair->chain = sk_X509_new_null();
   while (X509* extra = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr)) sk_X509_push(pair->chain, extra);
@@ -71,10 +70,10 @@ Result<std::shared_ptr<CertPair>> parse_cert_pair(const std::string& cert_pem, c
   BIO* kb = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
   pair->key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
   BIO_free(kb);
-  if (!pair->key) return R::failure("private key: no PEM private key (" + openssl_error() + ")");
+  if (!pair->key) return Failure{"private key: no PEM private key (" + openssl_error() + ")"};
   if (X509_check_private_key(pair->cert, pair->key) != 1) {
     ERR_clear_error();
-    return R::failure("private key does not match the certificate");
+    return Failure{"private key does not match the certificate"};
   }
   pair->not_after = asn1_to_time(X509_get0_notAfter(pair->cert));
   char name[256];
@@ -92,10 +91,10 @@ Status CertStore::load() {
     key_stamp_ = ks;
   }
   std::string cert_pem, key_pem;
-  if (!read_file(cert_file_, cert_pem)) return Status::failure(cert_file_ + ": cannot read");
-  if (!read_file(key_file_, key_pem)) return Status::failure(key_file_ + ": cannot read");
+  if (!read_file(cert_file_, cert_pem)) return Failure{cert_file_ + ": cannot read"};
+  if (!read_file(key_file_, key_pem)) return Failure{key_file_ + ": cannot read"};
   auto pair = parse_cert_pair(cert_pem, key_pem);
-  if (!pair) return Status::failure(pair.error());
+  if (!pair) return Failure{pair.error()};
   std::lock_guard<std::mutex> lock(mu_);
   current_ = std::move(*pair);
   return Ok{};

@@ -172,7 +172,7 @@ Status EventLoopServer::bind(const std::string& address, int port) {
     a6->sin6_family = AF_INET6;
     a6->sin6_port = htons(static_cast<std::uint16_t>(port));
     if (inet_pton(AF_INET6, address.c_str(), &a6->sin6_addr) != 1) {
-      return Status::failure("invalid bind address " + address);
+      return Failure{"invalid bind address " + address};
     }
     family = AF_INET6;
     len = sizeof(sockaddr_in6);
@@ -181,19 +181,19 @@ Status EventLoopServer::bind(const std::string& address, int port) {
     a4->sin_family = AF_INET;
     a4->sin_port = htons(static_cast<std::uint16_t>(port));
     if (inet_pton(AF_INET, address.c_str(), &a4->sin_addr) != 1) {
-      return Status::failure("invalid bind address " + address);
+      return Failure{"invalid bind address " + address};
     }
     len = sizeof(sockaddr_in);
   }
   listen_fd_ = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) return Status::failure(std::string("socket: ") + std::strerror(errno));
+  if (listen_fd_ < 0) return Failure{std::string("socket: ") + std::strerror(errno)};
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(listen_fd_, 1024) != 0) {
     std::string why = "cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(errno);
     ::close(listen_fd_);
     listen_fd_ = -1;
-    return Status::failure(why);
+    return Failure{why};
   }
   sockaddr_storage bound{};
   socklen_t blen = sizeof bound;

@@ -22,7 +22,7 @@ class EventLoopServer {
   EventLoopServer(LoopOptions opts, SSL_CTX* ssl_ctx, Handler handler, RejectHook on_reject = {});
   ~EventLoopServer();
 
-  // Binds and listens; port 0 picks a free port. False with `err` on failure.
+  // Binds and listens; port 0 picks a free port. The failure names the address and the reason.
   Status bind(const std::string& address, int port);
   int port() const { return port_; }
 

@@ -47,13 +47,13 @@ std::shared_ptr<const config::Config> WebhookServer::config() const {
 
 Status WebhookServer::setup_tls() {
   ssl_ctx_ = SSL_CTX_new(TLS_server_method());
-  if (!ssl_ctx_) return Status::failure("SSL_CTX_new: " + openssl_error());
+  if (!ssl_ctx_) return Failure{"SSL_CTX_new: " + openssl_error()};
   int min = opts_.tls_min_version == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION;
   SSL_CTX_set_min_proto_version(ssl_ctx_, min);
   SSL_CTX_set_options(ssl_ctx_, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                     SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_mode(ssl_ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  if (SSL_CTX_set_cipher_list(ssl_ctx_, kTls12Ciphers) != 1) return Status::failure("cipher list: " + openssl_error());
+  if (SSL_CTX_set_cipher_list(ssl_ctx_, kTls12Ciphers) != 1) return Failure{"cipher list: " + openssl_error()};
   // Only HTTP/1.1 is spoken; no ALPN callback means h2 is never negotiated.
   SSL_CTX_set_session_cache_mode(ssl_ctx_, SSL_SESS_CACHE_SERVER);
   certs_.attach(ssl_ctx_);
@@ -62,10 +62,10 @@ Status WebhookServer::setup_tls() {
 
 Status WebhookServer::start() {
   if (opts_.tls_min_version != "1.2" && opts_.tls_min_version != "1.3") {
-    return Status::failure("--tls-min-version must be 1.2 or 1.3");
+    return Failure{"--tls-min-version must be 1.2 or 1.3"};
   }
   if (auto loaded = certs_.load(); !loaded) {
-    return Status::failure("loading the serving certificate: " + loaded.error());
+    return Failure{"loading the serving certificate: " + loaded.error()};
   }
   auto pair = certs_.current();
   metrics_.set_cert_expiry(static_cast<double>(pair->not_after));
@@ -76,7 +76,7 @@ Status WebhookServer::start() {
   } else {
     config_stamp_ = stamp_of(opts_.config_file);
     auto r = config::load_config_file(opts_.config_file);
-    if (!r.ok()) return Status::failure(r.error());
+    if (!r.ok()) return Failure{r.error()};
     config_ = std::make_shared<const config::Config>(std::move(*r));
   }
   if (auto tls = setup_tls(); !tls) return tls;

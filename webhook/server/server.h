@@ -35,7 +35,7 @@ class WebhookServer {
   explicit WebhookServer(ServeOptions opts);
   ~WebhookServer();
 
-  // Loads certificate and config, binds both ports. False with `err` on failure.
+  // Loads certificate and config, binds both ports; the failure says which and why.
   Status start();
   // Blocks until shutdown() completes the drain.
   void wait();

@@ -59,7 +59,7 @@ Result<Mantissa> read_mantissa(std::string_view text, std::size_t i) {
   for (; i < text.size(); ++i) {
     char c = text[i];
     if (c == '.') {
-      if (seen_dot) return Result<Mantissa>::failure("more than one decimal point");
+      if (seen_dot) return Failure{"more than one decimal point"};
       seen_dot = true;
       continue;
     }
@@ -74,7 +74,7 @@ Result<Mantissa> read_mantissa(std::string_view text, std::size_t i) {
     }
   }
   m.end = i;
-  if (m.digits == 0) return Result<Mantissa>::failure("no digits");
+  if (m.digits == 0) return Failure{"no digits"};
   return m;
 }
 
@@ -84,22 +84,21 @@ struct Scale {
   int exp = 0;
 };
 Result<Scale> read_suffix(std::string_view rest) {
-  using R = Result<Scale>;
   for (const auto& s : kSuffixes)
     if (rest == s.text) return Scale{s.base, s.exp};
   if (rest.empty() || (rest[0] != 'e' && rest[0] != 'E')) {
-    return R::failure("unknown suffix \"" + std::string(rest) +
-                      "\" (use Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent)");
+    return Failure{"unknown suffix \"" + std::string(rest) +
+                      "\" (use Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent)"};
   }
   std::size_t j = 1;
   const bool neg = j < rest.size() && rest[j] == '-';
   if (j < rest.size() && (rest[j] == '+' || rest[j] == '-')) ++j;
-  if (j == rest.size()) return R::failure("exponent without digits");
+  if (j == rest.size()) return Failure{"exponent without digits"};
   int e = 0;
   for (; j < rest.size(); ++j) {
-    if (rest[j] < '0' || rest[j] > '9') return R::failure("invalid exponent");
+    if (rest[j] < '0' || rest[j] > '9') return Failure{"invalid exponent"};
     e = e * 10 + (rest[j] - '0');
-    if (e > 100) return R::failure("exponent out of range");
+    if (e > 100) return Failure{"exponent out of range"};
   }
   return Scale{10, neg ? -e : e};
 }
@@ -131,15 +130,14 @@ Quantity to_bytes(const Mantissa& m, int base, int exp) {
 }  // namespace
 
 Result<Quantity> parse_quantity(std::string_view text) {
-  using R = Result<Quantity>;
-  if (text.empty()) return R::failure("empty quantity");
-  if (text.size() > 64) return R::failure("quantity longer than 64 characters");
+  if (text.empty()) return Failure{"empty quantity"};
+  if (text.size() > 64) return Failure{"quantity longer than 64 characters"};
   const bool signed_ = text[0] == '+' || text[0] == '-';
   const bool negative = text[0] == '-';
   auto m = read_mantissa(text, signed_ ? 1 : 0);
-  if (!m) return R::failure(m.error());
+  if (!m) return Failure{m.error()};
   auto suffix = read_suffix(text.substr(m->end));
-  if (!suffix) return R::failure(suffix.error());
+  if (!suffix) return Failure{suffix.error()};
   if (negative && m->nonzero) return Quantity{.negative = true};
   return to_bytes(*m, suffix->base, suffix->exp);
 }
@@ -200,10 +198,10 @@ std::optional<std::uint64_t> parse_count(std::string_view text) {
 
 Result<std::uint64_t> parse_size(std::string_view text, SizeRules rules) {
   auto q = parse_quantity(text);
-  if (!q) return Result<std::uint64_t>::failure("is not a quantity (" + q.error() + ")");
-  if (q->negative) return Result<std::uint64_t>::failure("must not be negative");
-  if (q->bytes == 0 && !rules.zero_ok) return Result<std::uint64_t>::failure("must be positive");
-  if (q->saturated && !rules.saturate_ok) return Result<std::uint64_t>::failure("is too large (2^63 bytes or more)");
+  if (!q) return Failure{"is not a quantity (" + q.error() + ")"};
+  if (q->negative) return Failure{"must not be negative"};
+  if (q->bytes == 0 && !rules.zero_ok) return Failure{"must be positive"};
+  if (q->saturated && !rules.saturate_ok) return Failure{"is too large (2^63 bytes or more)"};
   return q->bytes;
 }
 
