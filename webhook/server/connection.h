@@ -21,6 +21,7 @@ struct LoopOptions {
   int write_timeout_ms = 10000;
   std::size_t max_connections = 8192;
   int drain_timeout_ms = 5000;     // on stop(): how long in-flight requests may take
+  const char* name = "http";       // worker threads are named NAME-0, NAME-1... (top -H, /proc)
 };
 
 using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;

@@ -83,6 +83,7 @@ Status WebhookServer::start() {
 
   LoopOptions lo = opts_.loop;
   if (lo.threads <= 0) lo.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  lo.name = "https";
   auto reject = [this](int status) {
     metrics_.http_response(status);
     metrics_.admission("rejected", "http-" + std::to_string(status), 0, 0);
@@ -94,6 +95,7 @@ Status WebhookServer::start() {
   if (opts_.metrics_port >= 0) {
     LoopOptions mo = lo;
     mo.threads = 1;
+    mo.name = "metrics";
     mo.max_body_bytes = 64 * 1024;
     mo.max_connections = 256;
     http_ = std::make_unique<EventLoopServer>(mo, nullptr,
