@@ -54,6 +54,7 @@ restore_sysctls() {
   [[ -f "$node/sysctl.saved" ]] || return 0
   while IFS= read -r line; do
     local key=${line%%=*}
+    # A key this kernel refuses to set back (read-only in a container) is left as it is.
     echo "${line#*=}" >"/proc/sys/${key//.//}" 2>/dev/null || true
   done <"$node/sysctl.saved"
 }
@@ -69,6 +70,7 @@ stop_pid() {  # NAME: TERM, then KILL after 10 s
   local f=$node/$1.pid pid
   [[ -f "$f" ]] || return 0
   pid=$(cat "$f")
+  # The process may have exited already (a crash, a stop before): then there is nothing to kill.
   kill "$pid" 2>/dev/null || true
   for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true
@@ -330,23 +332,36 @@ up() {
 
 # The KUBE-* chains and the jumps to them: kube-proxy's (its --cleanup removes most) and the
 # kubelet's own (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT), in IPv4 and IPv6. Only the
-# node's components make KUBE-* chains on this host.
+# node's components make KUBE-* chains on this host. The rules are deleted by giving iptables-save's
+# own lines back to iptables-restore as deletions (-A -> -D): iptables-restore parses their quoting
+# (a rule's comment) itself, so no line of the host's rules is ever evaluated by a shell.
 drop_kube_chains() {
-  local cmd table rule chain
+  local cmd table saved rules chains c
   for cmd in iptables ip6tables; do
-    command -v "$cmd" >/dev/null || continue
+    command -v "$cmd-restore" >/dev/null || continue  # no IPv6 tools: nothing of ours there either
     for table in filter nat mangle raw; do
-      { "$cmd"-save -t "$table" 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE-' || true; } | while read -r rule; do
-        eval "$cmd -t $table -D ${rule#-A }" 2>/dev/null || true
-      done
-      for chain in $("$cmd"-save -t "$table" 2>/dev/null | sed -n 's/^:\(KUBE-[A-Z0-9-]*\) .*/\1/p'); do
-        "$cmd" -t "$table" -F "$chain" 2>/dev/null || true
-      done
-      for chain in $("$cmd"-save -t "$table" 2>/dev/null | sed -n 's/^:\(KUBE-[A-Z0-9-]*\) .*/\1/p'); do
-        "$cmd" -t "$table" -X "$chain" 2>/dev/null || true
-      done
+      # A table this kernel does not have (raw, mangle without their modules) lists nothing.
+      saved=$("$cmd-save" -t "$table" 2>/dev/null) || continue
+      rules=$(sed -n 's/^-A \([A-Z]\+ .*-j KUBE-.*\)$/-D \1/p' <<<"$saved")
+      chains=$(sed -n 's/^:\(KUBE-[A-Z0-9-]*\) .*/\1/p' <<<"$saved")
+      [[ -n "$rules$chains" ]] || continue
+      {
+        echo "*$table"
+        [[ -z "$rules" ]] || echo "$rules"
+        for c in $chains; do echo "-F $c"; done
+        for c in $chains; do echo "-X $c"; done
+        echo COMMIT
+      } | "$cmd-restore" --noflush || log "could not remove the KUBE-* rules of $cmd table $table"
     done
   done
+}
+
+pids_with_arg() {  # ARG: the processes one of whose arguments is exactly ARG
+  local p
+  for p in /proc/[0-9]*; do
+    tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF -- "$1" && echo "${p#/proc/}"
+  done
+  return 0
 }
 
 crictl() {
@@ -360,27 +375,34 @@ crictl() {
 stop_processes() {
   stop_pid kubelet
   if [[ -S "$SOCK" ]] && [[ -n "$bindir" && -x "$bindir/crictl" ]]; then
-    crictl rmp -af >/dev/null 2>&1 || true  # -f stops each sandbox first
+    # -f stops each sandbox first; a sandbox whose shim is gone fails here and is killed below.
+    crictl rmp -af >/dev/null 2>&1 || true
   fi
   for name in kube-proxy kube-scheduler kube-controller-manager coredns api-forward; do stop_pid "$name"; done
   if [[ -S "$SOCK" ]]; then  # a task the CRI did not reach: kill it so its shim exits
     local t
     for t in $(ctr -a "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
-      ctr -a "$SOCK" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1 || true
+      ctr -a "$SOCK" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1 || true  # it may exit meanwhile
     done
   fi
   stop_pid containerd
-  pkill -KILL -f "containerd-shim-runc-v2 .*-address $SOCK" 2>/dev/null || true
+  # Shims of this node only: an argument exactly this node's socket (a pattern could match another's).
+  local p
+  for p in $(pids_with_arg "$SOCK"); do
+    [[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" == *containerd-shim-runc-v2* ]] && kill -KILL "$p" 2>/dev/null
+  done
   # What the kubelet and the runtime mounted under the node's dir (emptyDirs, tokens, rootfs, its own
   # root dir bind mount), deepest first.
   local m
   for _ in 1 2 3; do
     for m in $(awk -v d="$node/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r); do
+      # Busy (a process still exits) or already gone with its parent: lazily, else the next round.
       umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
     done
   done
-  awk -v d="$node" '$2 == d {print $2}' /proc/self/mounts | while read -r m; do umount -l "$m" || true; done
+  awk -v d="$node" '$2 == d {print $2}' /proc/self/mounts | while read -r m; do umount -l "$m" || true; done  # raced
   # Container log links the kubelet keeps in the one fixed place it has for them.
+  # The directory exists only once the kubelet has run a container.
   find /var/log/containers -maxdepth 1 -type l -lname "$node/*" -delete 2>/dev/null || true
 }
 
@@ -394,7 +416,7 @@ clear_host() {
   for _ in $(seq 50); do
     f=$(find /sys/fs/cgroup -path '*kubepods*' -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
     [[ -n "$f" ]] || break
-    kill -9 $f 2>/dev/null || true
+    kill -9 $f 2>/dev/null || true  # some exit between the listing and the kill
     sleep 0.2
   done
   # The CNI results the runtime did not delete (a killed node's pods): this network's, named
@@ -406,18 +428,20 @@ clear_host() {
   done
   # The pods' netns whose veths are still on the bridge (the runtime that would remove them is gone).
   for m in $(ip -o link show master "$NODE_BRIDGE" 2>/dev/null | sed -n 's/.* link-netns \([^ ]*\).*/\1/p' | sort -u); do
-    ip netns delete "$m" 2>/dev/null || true
+    ip netns delete "$m" 2>/dev/null || true  # a netns the CNI plugin already removed
   done
   if [[ -n "$bindir" && -x "$bindir/kube-proxy" ]]; then
+    # It reports rules it did not find (a node that never started kube-proxy) as failures.
     "$bindir/kube-proxy" --cleanup >/dev/null 2>&1 || true
   fi
   drop_kube_chains
   while iptables -D FORWARD -i "$NODE_BRIDGE" -o "$NODE_BRIDGE" -m comment --comment shmguard-node -j ACCEPT 2>/dev/null; do :; done
-  ip link delete "$NODE_BRIDGE" 2>/dev/null || true
+  ip link delete "$NODE_BRIDGE" 2>/dev/null || true  # a node that failed before making it
   restore_sysctls
   # The kubelet's cgroups (cgroupfs driver, cgroup v1 or v2), leaves first.
   local top
   for top in /sys/fs/cgroup/kubepods* /sys/fs/cgroup/*/kubepods; do
+    # A cgroup that still holds a process is not empty: it stays, and the teardown test names it.
     [[ -d "$top" ]] && find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
 }
@@ -425,7 +449,7 @@ clear_host() {
 # The host has room for one node (one bridge, one set of KUBE-* chains, one kubepods cgroup). CLAIM
 # names the node dir that holds it; /run is cleared at boot, and so is everything the claim covers.
 CLAIM=/run/shmguard-node.owner
-claim_owner() { cat "$CLAIM" 2>/dev/null || true; }
+claim_owner() { cat "$CLAIM" 2>/dev/null || true; }  # no claim file: no owner
 
 node_alive() {  # DIR: does any process of the node in DIR still run?
   local f
