@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace shmguard;
 using namespace shmguard::inject;
 using nlohmann::json;
@@ -158,6 +160,30 @@ TEST(Inject, MalformedPodsAreSkippedWithAWarningThatNamesTheField) {
     EXPECT_EQ(r.reason, "invalid-pod") << text;
     EXPECT_EQ(r.warnings, std::vector<std::string>{std::string("shmguard left the pod unchanged: ") + why}) << text;
   }
+}
+
+// The user's own /dev/shm is sized like any other for the comparison, and the formula's warnings
+// about that size reach the user here too (they used to be dropped on this branch alone).
+TEST(Inject, AUsersOwnShmGetsTheFormulasWarnings) {
+  json pod = json::parse(R"({"metadata":{"labels":{"training.kubeflow.org/job-name":"j"},
+    "annotations":{"shmguard.io/batch-size":"64","shmguard.io/num-workers":"8","shmguard.io/sample-size":"8Mi"}},
+    "spec":{"containers":[{"name":"c","image":"pytorch/pytorch","resources":{"limits":{"memory":"4Gi"}},
+      "volumeMounts":[{"name":"dshm","mountPath":"/dev/shm"}]}],
+      "volumes":[{"name":"dshm","emptyDir":{"medium":"Memory","sizeLimit":"64Gi"}}]}})");
+  auto r = inject_pod(pod, cfg);
+  EXPECT_EQ(r.reason, "user-managed");
+  EXPECT_FALSE(r.too_small);
+  ASSERT_TRUE(r.sizing.has_value());
+  EXPECT_TRUE(r.sizing->exceeds_memory_limit);
+  EXPECT_EQ(std::count_if(r.warnings.begin(), r.warnings.end(),
+                          [](const std::string& w) { return w.find("exceeds the pod memory limit 4Gi") != std::string::npos; }),
+            1)
+      << ::testing::PrintToString(r.warnings);
+  // Without anything that gives a size, nothing is computed and nothing is said about it.
+  pod["metadata"].erase("annotations");
+  auto plain = inject_pod(pod, cfg);
+  EXPECT_FALSE(plain.sizing.has_value());
+  EXPECT_TRUE(plain.warnings.empty()) << ::testing::PrintToString(plain.warnings);
 }
 
 TEST(Inject, SkipReasons) {

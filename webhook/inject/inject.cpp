@@ -402,9 +402,7 @@ namespace {
 
 // The pod carries shmguard's own volume: sized again, brought up to date when it changed.
 void refresh(const json& pod, const json* spec, const config::Config& cfg, std::size_t volume,
-             const sizing::SizingInput& in, InjectResult& r) {
-  auto s = sizing::compute_size(in, cfg.sizing);
-  for (auto& w : s.warnings) r.warn(w);
+             sizing::SizingResult s, InjectResult& r) {
   bool stale = false;
   std::string what;
   r.patch = refresh_patch(pod, cfg.selection, volume, s, stale, what);
@@ -423,30 +421,25 @@ void refresh(const json& pod, const json* spec, const config::Config& cfg, std::
   r.sizing = std::move(s);
 }
 
-// A container already mounts something at /dev/shm: the user's; warned about when too small.
-void user_managed(const json* spec, const json& mount, const config::Config& cfg, const sizing::SizingInput& in,
-                  InjectResult& r) {
+// A container already mounts something at /dev/shm: the user's; warned about when smaller than
+// the size its annotations (or command) give. `s`: that size, when they give any.
+void user_managed(const json* spec, const json& mount, std::optional<sizing::SizingResult> s, InjectResult& r) {
   r.action = Action::kUserManaged;
   r.reason = "user-managed";
   r.existing_size = existing_shm_size(spec, mount);
-  if (has_sizing_hints(in)) {
-    auto s = sizing::compute_size(in, cfg.sizing);
-    if (r.existing_size && *r.existing_size < s.bytes) {
-      r.too_small = true;
-      r.warn("/dev/shm is mounted with sizeLimit " + format_quantity(*r.existing_size) + " but the annotations need " +
-             format_quantity(s.bytes));
-      r.summary = "too small: has " + format_quantity(*r.existing_size) + ", needs " + format_quantity(s.bytes);
-    }
-    r.sizing = std::move(s);
+  if (s && r.existing_size && *r.existing_size < s->bytes) {
+    r.too_small = true;
+    r.warn("/dev/shm is mounted with sizeLimit " + format_quantity(*r.existing_size) + " but the annotations need " +
+           format_quantity(s->bytes));
+    r.summary = "too small: has " + format_quantity(*r.existing_size) + ", needs " + format_quantity(s->bytes);
   }
+  r.sizing = std::move(s);
   if (!r.too_small)
     r.summary = "ok: /dev/shm already mounted" +
                 (r.existing_size ? " (" + format_quantity(*r.existing_size) + ")" : std::string());
 }
 
-void inject(const json& pod, const config::Config& cfg, const sizing::SizingInput& in, InjectResult& r) {
-  auto s = sizing::compute_size(in, cfg.sizing);
-  for (auto& w : s.warnings) r.warn(w);
+void inject(const json& pod, const config::Config& cfg, sizing::SizingResult s, InjectResult& r) {
   const std::string size_text = format_quantity(s.bytes);
   r.patch = build_patch(pod, cfg.selection, size_text, s.explanation);
   SHMGUARD_ASSERT(applies(pod, r.patch));
@@ -485,9 +478,18 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   }
   auto in = read_sizing(ann, *spec, facts, opts, cfg.selection, r);
   if (!command_rule.empty()) in.notes.push_back("recognised by: " + command_rule);
-  if (facts.owned_volume) refresh(pod, spec, cfg, *facts.owned_volume, in, r);
-  else if (facts.shm_volume_mount) user_managed(spec, *facts.shm_volume_mount, cfg, in, r);
-  else inject(pod, cfg, in, r);
+  // One size for whichever branch follows: shmguard's volume and a new one are always sized; a
+  // user's own /dev/shm only when something gives a size to compare it with. The formula's
+  // warnings (memory limit, samples in flight) reach the user whichever branch it is.
+  const bool users_own = !facts.owned_volume && facts.shm_volume_mount;
+  std::optional<sizing::SizingResult> s;
+  if (!users_own || has_sizing_hints(in)) {
+    s = sizing::compute_size(in, cfg.sizing);
+    for (const auto& w : s->warnings) r.warn(w);
+  }
+  if (facts.owned_volume) refresh(pod, spec, cfg, *facts.owned_volume, std::move(*s), r);
+  else if (users_own) user_managed(spec, *facts.shm_volume_mount, std::move(s), r);
+  else inject(pod, cfg, std::move(*s), r);
   return r;
 }
 
