@@ -31,21 +31,25 @@ engine)
 server)
   echo "== server: wrk over TLS keep-alive, review of $(wc -c <"$root/hack/bench/review.json") bytes"
   "$root/hack/gen-certs.sh" "$work/certs" >/dev/null
-  "$bin" serve --tls-cert-file "$work/certs/tls.crt" --tls-private-key-file "$work/certs/tls.key" \
-    --port 0 --metrics-port 0 --bind-address 127.0.0.1 --shutdown-delay-ms 0 2>"$work/serve.log" &
-  pid=$!
-  for _ in $(seq 100); do grep -q '"msg":"serving"' "$work/serve.log" && break; sleep 0.05; done
-  port=$(grep -o '"port":[0-9]*' "$work/serve.log" | head -1 | cut -d: -f2)
   export SHMGUARD_REVIEW="$root/hack/bench/review.json"
-  # Warm up, then measure. wrk and the server share this machine's cores.
-  wrk -t2 -c64 -d2s -s "$root/hack/bench/review.lua" "https://127.0.0.1:$port" >/dev/null
-  for conns in 64 4; do
-    threads=2; [[ $conns -lt 2 ]] && threads=1
-    line=$(wrk -t$threads -c$conns -d"$duration" --latency -s "$root/hack/bench/review.lua" "https://127.0.0.1:$port" | grep '^BENCH')
-    echo "connections=$conns $line"
+  # SHMGUARD_BENCH_BASELINE=/path/to/an/older/shmguard runs it too, right after, on the same cores.
+  for label_bin in "shmguard=$bin" ${SHMGUARD_BENCH_BASELINE:+"baseline=$SHMGUARD_BENCH_BASELINE"}; do
+    label=${label_bin%%=*}; sbin=${label_bin#*=}
+    "$sbin" serve --tls-cert-file "$work/certs/tls.crt" --tls-private-key-file "$work/certs/tls.key" \
+      --port 0 --metrics-port 0 --bind-address 127.0.0.1 --shutdown-delay-ms 0 2>"$work/serve.log" &
+    pid=$!
+    for _ in $(seq 100); do grep -q '"msg":"serving"' "$work/serve.log" && break; sleep 0.05; done
+    port=$(grep -o '"port":[0-9]*' "$work/serve.log" | head -1 | cut -d: -f2)
+    # Warm up, then measure. wrk and the server share this machine's cores.
+    wrk -t2 -c64 -d2s -s "$root/hack/bench/review.lua" "https://127.0.0.1:$port" >/dev/null
+    for conns in 64 4; do
+      threads=2; [[ $conns -lt 2 ]] && threads=1
+      line=$(wrk -t$threads -c$conns -d"$duration" --latency -s "$root/hack/bench/review.lua" "https://127.0.0.1:$port" | grep '^BENCH')
+      echo "$label connections=$conns $line"
+    done
+    echo "$label server peak RSS: $(($(peak_rss_kb "$pid") / 1024)) MiB"
+    kill -TERM "$pid"; wait "$pid" || true; pid=
   done
-  echo "server peak RSS: $(($(peak_rss_kb "$pid") / 1024)) MiB"
-  kill -TERM "$pid"; wait "$pid" || true; pid=
   # The Go-shaped baseline: net/http doing the same job, measured right after on the same cores.
   if command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]]; then
     (cd "$root/hack/bench/go-baseline" && PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local go build -o "$work/go-baseline" .)
@@ -54,8 +58,10 @@ server)
     pid=$!
     for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$gport) 2>/dev/null && break; sleep 0.05; done
     wrk -t2 -c64 -d2s -s "$root/hack/bench/review.lua" "https://127.0.0.1:$gport" >/dev/null
-    gline=$(wrk -t2 -c64 -d"$duration" --latency -s "$root/hack/bench/review.lua" "https://127.0.0.1:$gport" | grep '^BENCH')
-    echo "go net/http baseline connections=64 $gline"
+    for conns in 64 4; do
+      gline=$(wrk -t2 -c$conns -d"$duration" --latency -s "$root/hack/bench/review.lua" "https://127.0.0.1:$gport" | grep '^BENCH')
+      echo "go net/http baseline connections=$conns $gline"
+    done
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
   fi
   ;;

@@ -1,5 +1,4 @@
 """`shmguard serve` end to end over TLS on loopback, acting as kube-apiserver does."""
-import http.client
 import json
 import os
 import signal
@@ -326,62 +325,12 @@ def test_sigterm_finishes_in_flight_and_exits_zero(server):
     assert time.time() - t < 5
 
 
-def thread_ticks(pid):
-    """CPU ticks (user + system) of each thread of `pid`, by its name."""
-    out = {}
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            name = open(f"/proc/{pid}/task/{task}/comm").read().strip()
-            fields = open(f"/proc/{pid}/task/{task}/stat").read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[f"{name}/{task}"] = int(fields[11]) + int(fields[12])
-    return out
 
-
-def test_four_keep_alive_connections_are_served_by_both_workers(certs):
-    """Four connections opened at once (as wrk or the API server opens them) are spread over the
-    worker threads: the worker that accepts them hands each to the one holding fewest. Before,
-    the accepting worker kept all four, and at low concurrency the server ran on one thread."""
+def test_worker_threads_are_named_for_top_and_proc(certs):
     s = Server(certs / "tls.crt", certs / "tls.key", certs / "ca.crt", extra_args=["--threads", "2"])
     try:
-        # All four wait in the listen backlog together (the server stopped meanwhile), so one
-        # worker wakes for them all.
-        os.kill(s.proc.pid, signal.SIGSTOP)
-        try:
-            raws = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(4)]
-        finally:
-            os.kill(s.proc.pid, signal.SIGCONT)
-        conns = []
-        for raw in raws:
-            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            c = http.client.HTTPSConnection("127.0.0.1", s.port, context=s.tls_context(), timeout=10)
-            c.sock = s.tls_context().wrap_socket(raw, server_hostname=SERVICE_DNS)
-            conns.append(c)
-        body = review(training_pod(batch_size="32", num_workers="4", sample_size="1Mi"))
-        for c in conns:  # all four connected (and handed over) before the load starts
-            assert s.post(body, conn=c)[0] == 200
-        before = thread_ticks(s.proc.pid)
-        errors = []
-
-        def load(c):
-            try:
-                for _ in range(400):
-                    assert s.post(body, conn=c)[0] == 200
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(e)
-        threads = [threading.Thread(target=load, args=(c,)) for c in conns]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert not errors, errors
-        after = thread_ticks(s.proc.pid)
-        workers = {k: after[k] - before.get(k, 0) for k in after if k.startswith("https-")}
-        assert len(workers) == 2, after
-        total = sum(workers.values())
-        assert total > 0, workers
-        assert min(workers.values()) >= 0.25 * total, f"one worker did the work: {workers}"
-        assert any(k.startswith("metrics-0/") for k in after), after  # the metrics listener's, named too
+        names = sorted(open(f"/proc/{s.proc.pid}/task/{t}/comm").read().strip()
+                       for t in os.listdir(f"/proc/{s.proc.pid}/task"))
+        assert {"https-0", "https-1", "metrics-0"} <= set(names), names
     finally:
         s.stop()

@@ -8,8 +8,6 @@
 
 #include <atomic>
 #include <functional>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,17 +49,7 @@ class EventLoopServer {
   std::atomic<bool> stopping_{false};
   std::atomic<std::size_t> open_{0};
   std::vector<std::thread> workers_;
-  // Per worker: its wake-up eventfd, the connections another worker accepted and handed to it,
-  // and how many it holds. Whichever worker wakes for the listening socket gives each new
-  // connection to the worker holding fewest, so that a few keep-alive connections (the API
-  // server's) are spread over the threads instead of all staying on the one that accepted them.
-  struct Inbox {
-    int wake_fd = -1;
-    std::mutex mu;
-    std::vector<int> fds;
-    std::atomic<std::size_t> held{0};
-  };
-  std::vector<std::unique_ptr<Inbox>> inboxes_;
+  std::vector<int> wake_fds_;
 };
 
 }  // namespace shmguard::server
