@@ -1,9 +1,11 @@
 // The KRM function behind `shmguard fn` (see krm_function.h).
 #include "cli/krm_function.h"
 
+#include "cli/command.h"
 #include "cli/exit_codes.h"
 
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -167,6 +169,16 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
     for (auto& res : results_for(*list, r)) results.push_back(std::move(res));
 
   return write_list(doc, *list, results, had_results, mutated.str(), out, err);
+}
+
+void add_fn(CLI::App& app, Outcome& out) {
+  auto config = std::make_shared<std::string>();
+  auto* c = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
+  c->add_option("--config", *config, "YAML config file");
+  c->callback([config, &out] {
+    auto cfg = load_config(*config);
+    out.code = cfg ? run_krm_function(std::cin, std::cout, std::cerr, *cfg) : fail(cfg.error());
+  });
 }
 
 }  // namespace shmguard::cli

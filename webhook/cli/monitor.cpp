@@ -2,6 +2,7 @@
 #include "cli/monitor.h"
 
 #include <httplib.h>
+#include <memory>
 #include <signal.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "base/parallel.h"
+#include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/kube_stats.h"
 #include "monitor/tracker.h"
@@ -29,11 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_stop{false};
 void on_term(int) { g_stop = true; }
-
-int monitor_fail(const std::string& msg) {
-  std::cerr << "shmguard monitor: " << msg << "\n";
-  return kExitBadInput;
-}
 
 std::string now_rfc3339() {
   const std::time_t t = std::time(nullptr);
@@ -138,10 +135,10 @@ std::string bytes(const std::optional<monitor::Sample>& s) {
 
 int run_monitor_check(const MonitorCheckArgs& a) {
   const std::string prefix = "http://";
-  if (a.url.compare(0, prefix.size(), prefix) != 0) return monitor_fail("--check " + a.url + ": want http://HOST:PORT");
+  if (a.url.compare(0, prefix.size(), prefix) != 0) return fail("monitor", "--check " + a.url + ": want http://HOST:PORT");
   const std::string ns = a.expect_pod.substr(0, a.expect_pod.find('/'));
   const std::string pod = a.expect_pod.find('/') == std::string::npos ? "" : a.expect_pod.substr(a.expect_pod.find('/') + 1);
-  if (!a.expect_pod.empty() && (ns.empty() || pod.empty())) return monitor_fail("--expect-pod " + a.expect_pod + ": want NAMESPACE/NAME");
+  if (!a.expect_pod.empty() && (ns.empty() || pod.empty())) return fail("monitor", "--expect-pod " + a.expect_pod + ": want NAMESPACE/NAME");
   httplib::Client cli(a.url.substr(0, a.url.find('/', prefix.size())));
   cli.set_connection_timeout(5);
   cli.set_read_timeout(10);
@@ -178,18 +175,18 @@ int run_monitor_check(const MonitorCheckArgs& a) {
 }
 
 int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
-  if (a.period_s < 1 || a.timeout_s < 1) return monitor_fail("--period and --kubelet-timeout must be at least 1 second");
+  if (a.period_s < 1 || a.timeout_s < 1) return fail("monitor", "--period and --kubelet-timeout must be at least 1 second");
   auto api = kube::load_access(a.kubeconfig, a.context);
-  if (!api) return monitor_fail(api.error());
+  if (!api) return fail("monitor", api.error());
   std::string ca;
   if (!a.kubelet_ca.empty()) {
     std::ifstream f(a.kubelet_ca);
     std::ostringstream s;
-    if (!f || !(s << f.rdbuf())) return monitor_fail(a.kubelet_ca + ": cannot read the kubelet CA");
+    if (!f || !(s << f.rdbuf())) return fail("monitor", a.kubelet_ca + ": cannot read the kubelet CA");
     ca = s.str();
   }
   const auto colon = a.listen.rfind(':');
-  if (colon == std::string::npos) return monitor_fail("--listen " + a.listen + ": want HOST:PORT");
+  if (colon == std::string::npos) return fail("monitor", "--listen " + a.listen + ": want HOST:PORT");
   const std::string host = a.listen.substr(0, colon);
   const int port = std::atoi(a.listen.c_str() + colon + 1);
 
@@ -204,7 +201,7 @@ int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
     res.status = state.ready ? 200 : 503;
     res.set_content(state.ready ? "ok\n" : "no cycle done yet\n", "text/plain");
   });
-  if (!server.bind_to_port(host.c_str(), port)) return monitor_fail("cannot listen on " + a.listen);
+  if (!server.bind_to_port(host.c_str(), port)) return fail("monitor", "cannot listen on " + a.listen);
   std::thread http([&] { server.listen_after_bind(); });
   signal(SIGTERM, on_term);
   signal(SIGINT, on_term);
@@ -218,6 +215,39 @@ int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
   server.stop();
   http.join();
   return kExitOk;
+}
+
+void add_monitor(CLI::App& app, Outcome& out) {
+  auto a = std::make_shared<MonitorArgs>();
+  auto check_args = std::make_shared<MonitorCheckArgs>();
+  auto config = std::make_shared<std::string>();
+  auto* c = app.add_subcommand("monitor", "Scrape every kubelet's /dev/shm use on a period; serve Prometheus metrics; warn at 90% with an Event");
+  c->add_option("--kubeconfig", a->kubeconfig, "kubeconfig file (default: in-cluster)");
+  c->add_option("--context", a->context, "kubeconfig context");
+  c->add_option("--listen", a->listen, "HOST:PORT for /metrics and /healthz")->capture_default_str();
+  c->add_option("--period", a->period_s, "seconds between scrape cycles")->capture_default_str();
+  c->add_option("--kubelet-timeout", a->timeout_s, "seconds per kubelet (and API request)")->capture_default_str();
+  c->add_option("--parallel", a->parallel, "kubelets read at once")->capture_default_str();
+  c->add_option("--kubelet-ca", a->kubelet_ca, "PEM CA of the kubelets' serving certificates (default: the API server's CA)")->check(CLI::ExistingFile);
+  c->add_flag("--kubelet-insecure-tls", a->kubelet_insecure_tls, "do not verify the kubelets' serving certificates");
+  c->add_flag("!--no-events", a->events, "do not write the 90% Event");
+  c->add_option("--cycles", a->cycles, "stop after this many cycles (0: until SIGTERM)")->capture_default_str();
+  c->add_option("--config", *config, "YAML config file (headroom and min, for the suggestion)");
+  auto* check = c->add_option("--check", check_args->url,
+      "instead of monitoring: ask the monitor at http://HOST:PORT until it has done a cycle "
+      "(what `helm test` runs)");
+  c->add_option("--expect-pod", check_args->expect_pod,
+      "with --check: also until it reports this pod's /dev/shm (NAMESPACE/NAME)")->needs(check);
+  c->add_option("--check-timeout", check_args->timeout_s, "with --check: seconds to keep asking")
+      ->needs(check)->capture_default_str();
+  c->callback([a, check_args, config, &out] {
+    if (!check_args->url.empty()) {
+      out.code = run_monitor_check(*check_args);
+      return;
+    }
+    auto cfg = load_config(*config);
+    out.code = cfg ? run_monitor(*a, *cfg) : fail(cfg.error());
+  });
 }
 
 }  // namespace shmguard::cli

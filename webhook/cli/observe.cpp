@@ -1,9 +1,11 @@
 // `shmguard observe` (see observe.h).
 #include "cli/observe.h"
 
+#include "cli/command.h"
 #include "cli/exit_codes.h"
 
 #include <fcntl.h>
+#include <memory>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -37,10 +39,6 @@ std::uint64_t shm_used(std::uint64_t* total = nullptr) {
   return static_cast<std::uint64_t>(st.f_blocks - st.f_bfree) * st.f_frsize;
 }
 
-int fail(const std::string& msg) {
-  std::cerr << "shmguard observe: " << msg << "\n";
-  return kExitBadInput;
-}
 
 // A private mount namespace with a fresh tmpfs at /dev/shm: what a pod with that sizeLimit (or
 // `docker run --shm-size`) gives its processes. The command inherits it; so does the sampler.
@@ -281,25 +279,25 @@ int run_observe(const ObserveArgs& a) {
   config::Config cfg;
   if (!a.config_file.empty()) {
     auto r = config::load_config_file(a.config_file);
-    if (!r.ok()) return fail(r.error());
+    if (!r.ok()) return fail("observe", r.error());
     cfg = (*r);
   }
-  if (a.command.empty()) return fail("give the command after --, e.g. shmguard observe -- python train.py");
-  if (a.interval_ms < 1) return fail("--interval-ms must be at least 1");
+  if (a.command.empty()) return fail("observe", "give the command after --, e.g. shmguard observe -- python train.py");
+  if (a.interval_ms < 1) return fail("observe", "--interval-ms must be at least 1");
   auto batch = optional_count("--batch-size", a.batch, 0, false);
   auto workers = optional_count("--num-workers", a.workers, 0, true);
   auto prefetch = optional_count("--prefetch-factor", a.prefetch, cfg.sizing.prefetch_factor, false);
   auto procs = optional_count("--procs-per-pod", a.procs, 1, false);
   for (const auto* r : {&batch, &workers, &prefetch, &procs})
-    if (!*r) return fail(r->error());
+    if (!*r) return fail("observe", r->error());
   const Counts n{*batch, *workers, *prefetch, *procs};
-  if (a.batch.empty() != a.workers.empty()) return fail("--batch-size and --num-workers go together");
+  if (a.batch.empty() != a.workers.empty()) return fail("observe", "--batch-size and --num-workers go together");
 
   ObserveReport r;
   if (!a.shm_size.empty()) {
     auto q = sizing::parse_size(a.shm_size);
-    if (!q) return fail("--shm-size: \"" + a.shm_size + "\" " + q.error());
-    if (auto s = private_shm(*q); !s) return fail(s.error());
+    if (!q) return fail("observe", "--shm-size: \"" + a.shm_size + "\" " + q.error());
+    if (auto s = private_shm(*q); !s) return fail("observe", s.error());
   }
   std::uint64_t total = 0;
   r.baseline = shm_used(&total);
@@ -320,6 +318,25 @@ int run_observe(const ObserveArgs& a) {
   render(report, a, r, cfg);
   deliver(a, report.str());
   return r.exit_code;
+}
+
+void add_observe(CLI::App& app, Outcome& out) {
+  auto a = std::make_shared<ObserveArgs>();
+  auto* c = app.add_subcommand("observe", "Run a command and measure the /dev/shm it uses; say how to annotate it");
+  c->add_option("--shm-size", a->shm_size, "run in a private tmpfs of this size at /dev/shm (root)")
+      ->type_name("QUANTITY");
+  c->add_option("--interval-ms", a->interval_ms, "sampling interval: shorter catches shorter peaks")
+      ->capture_default_str();
+  c->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--report", a->report_file,
+      "write the report to this file; - for stdout, which then gets no command output (it goes to stderr)");
+  c->add_option("--batch-size", a->batch, "the job's batch size: infer the sample size")->type_name("UINT");
+  c->add_option("--num-workers", a->workers, "the job's DataLoader num_workers")->type_name("UINT");
+  c->add_option("--prefetch-factor", a->prefetch, "the job's prefetch_factor (default from config)")->type_name("UINT");
+  c->add_option("--procs-per-pod", a->procs, "processes with their own DataLoader")->type_name("UINT");
+  c->add_option("--config", a->config_file, "YAML config file (headroom, min)");
+  c->add_option("command", a->command, "the command to run, after --")->required();
+  c->callback([a, &out] { out.code = run_observe(*a); });
 }
 
 }  // namespace shmguard::cli

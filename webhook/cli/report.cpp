@@ -217,6 +217,25 @@ const RuleRow kRuleTable[] = {
 };
 const std::size_t kRuleCount = std::size(kRuleTable);
 
+const FormatRow kFormatTable[] = {
+    {Format::kText, "text"}, {Format::kJson, "json"}, {Format::kJunit, "junit"}, {Format::kSarif, "sarif"},
+    {Format::kGithub, "github"},
+};
+const std::size_t kFormatCount = std::size(kFormatTable);
+
+std::vector<std::string> format_names() {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < kFormatCount; ++i) out.emplace_back(kFormatTable[i].name);
+  return out;
+}
+
+std::string format_help() {
+  std::string out;
+  for (std::size_t i = 0; i < kFormatCount; ++i)
+    out += (i == 0 ? "" : i + 1 == kFormatCount ? " or " : ", ") + std::string(kFormatTable[i].name);
+  return out;
+}
+
 const RuleRow& rule_row(Rule r) {
   SHMGUARD_ASSERT(idx(r) < kRuleCount && kRuleTable[idx(r)].rule == r);
   return kRuleTable[idx(r)];

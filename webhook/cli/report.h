@@ -86,6 +86,14 @@ struct Totals {
 };
 
 enum class Format { kText, kJson, kJunit, kSarif, kGithub };
+struct FormatRow {
+  Format format;
+  const char* name;  // `check -o NAME`
+};
+extern const FormatRow kFormatTable[];  // in Format's order
+extern const std::size_t kFormatCount;
+std::vector<std::string> format_names();
+std::string format_help();  // "text, json, junit, sarif or github"
 
 // The one-line text form of a record (also `mutate`'s stderr report).
 void render_text_record(std::ostream& os, const Record& r);

@@ -1,10 +1,13 @@
 // `shmguard review` (see review.h).
 #include "cli/review.h"
 
+#include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/files.h"
 #include "cli/review_parts.h"
 
 #include <httplib.h>
+#include <memory>
 #include <signal.h>
 
 #include <cerrno>
@@ -15,6 +18,7 @@
 #include <sstream>
 
 #include "admission/review.h"
+#include "base/text.h"
 #include "inject/inject.h"
 #include "manifests/offline.h"
 #include "manifests/templates.h"
@@ -268,6 +272,58 @@ int run_review(const ReviewArgs& a) {
   }
   if (a.output == "json") std::cout << all.dump(2) << "\n";
   return code;
+}
+
+namespace {
+
+// The flags' checks, then the review itself.
+int review(ReviewArgs a, const std::string& wait_text) {
+  if (a.files.empty() && !a.test_pod) return fail("review: give -f FILE or --test-pod");
+  auto wait = parse_duration_s(wait_text);
+  if (!wait) return fail("review: --wait: \"" + printable(wait_text) + "\" is not a duration (90s, 2m, 1h30m)");
+  a.wait_s = *wait;
+  if (!a.through_api_server) {
+    if (a.wait_s != 0) return fail("review: --wait needs --through-api-server");
+    if (a.server.empty() || a.ca_file.empty()) return fail("review: give --server and --ca (or --through-api-server)");
+  }
+  auto files = expand_inputs(a.files);
+  if (!files) return fail(files.error());
+  a.files = std::move(*files);
+  return a.through_api_server ? run_review_through_api_server(a) : run_review(a);
+}
+
+}  // namespace
+
+void add_review(CLI::App& app, Outcome& out) {
+  auto a = std::make_shared<ReviewArgs>();
+  auto wait = std::make_shared<std::string>("0s");
+  auto* c = app.add_subcommand("review", "Ask a running webhook (or the API server) what it does with each pod template of some manifests");
+  c->add_option("--server", a->server,
+      "webhook URL, https://host:port[/path] (path default /mutate); with --through-api-server the API "
+      "server's URL (default: in-cluster)");
+  c->add_option("--ca", a->ca_file,
+      "PEM CA the serving certificate must chain to (with --through-api-server default: in-cluster)")
+      ->check(CLI::ExistingFile);
+  c->add_option("--server-name", a->server_name, "name the certificate must be valid for (default: the URL's host)");
+  auto* files = c->add_option("-f,--filename", a->files, "file, directory or - for stdin (repeatable)");
+  c->add_flag("--test-pod", a->test_pod, "review a built-in PyTorch training pod (what `helm test` does)")
+      ->excludes(files);
+  c->add_flag("--expect-injected", a->expect_injected, "exit 1 unless every answer injects /dev/shm");
+  c->add_option("-o,--output", a->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  c->add_option("--timeout", a->timeout_s, "seconds to connect, send and read")->capture_default_str();
+  c->add_flag("--through-api-server", a->through_api_server,
+      "create each pod through the API server as a server-side dry run (never stored): the answer "
+      "comes the whole way API server -> Service -> webhook pod (the chart's install check)");
+  c->add_option("--token-file", a->token_file,
+      "bearer token for the API server (default: the pod's service account token)");
+  c->add_option("--namespace", a->namespace_name, "namespace of the dry-run pods (one the webhook selects)")
+      ->capture_default_str();
+  c->add_option("--wait", *wait,
+      "with --through-api-server: ask again until shmguard answers, for this long (e.g. 2m)")
+      ->capture_default_str();
+  c->add_option("--webhook-service", a->webhook_service,
+      "NAMESPACE/NAME of the webhook's Service, named in the message when no answer comes");
+  c->callback([a, wait, &out] { out.code = review(*a, *wait); });
 }
 
 }  // namespace shmguard::cli

@@ -6,14 +6,16 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
 
-#include "cli/kube_stats.h"
 #include "base/text.h"
+#include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/kube_stats.h"
 #include "kube/access.h"
 #include "monitor/shm_usage.h"
 #include "sizing/quantity.h"
@@ -23,11 +25,6 @@ namespace {
 
 using nlohmann::json;
 using monitor::PodShm;
-
-int top_fail(const std::string& msg) {
-  std::cerr << "shmguard top: " << msg << "\n";
-  return kExitBadInput;
-}
 
 // Every node the pods run on, read through the API server's node proxy; the ones that failed, with why.
 std::map<std::string, std::string> read_nodes(const kube::Access& access, const TopArgs& a, std::vector<PodShm>& pods) {
@@ -117,13 +114,13 @@ json to_json(const std::vector<PodShm>& pods, const sizing::Params& params, cons
 int run_top(const TopArgs& a, const config::Config& cfg) {
   std::optional<int> watch_s = 0;
   if (!a.watch.empty() && !(watch_s = parse_duration_s(a.watch)))
-    return top_fail("--watch: \"" + printable(a.watch) + "\" is not a duration (90s, 2m)");
-  if (a.interval_s < 1) return top_fail("--interval must be at least 1 second");
+    return fail("top", "--watch: \"" + printable(a.watch) + "\" is not a duration (90s, 2m)");
+  if (a.interval_s < 1) return fail("top", "--interval must be at least 1 second");
   auto access = kube::load_access(a.kubeconfig, a.context);
-  if (!access) return top_fail(access.error());
+  if (!access) return fail("top", access.error());
   const std::string ns = a.namespace_name.empty() ? "default" : a.namespace_name;
   auto pods = list_shm_pods(*access, {a.all_namespaces, ns, a.selector}, a.timeout_s);
-  if (!pods) return top_fail(pods.error());
+  if (!pods) return fail("top", pods.error());
   auto failed = read_nodes(*access, a, *pods);
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(*watch_s);
   while (*watch_s > 0 && std::chrono::steady_clock::now() + std::chrono::seconds(a.interval_s) <= end) {
@@ -143,6 +140,26 @@ int run_top(const TopArgs& a, const config::Config& cfg) {
   }
   for (const auto& [n, why] : failed) std::cerr << "shmguard top: node " << n << ": " << why << "; its pods have no figures\n";
   return failed.empty() ? kExitOk : kExitFindings;
+}
+
+void add_top(CLI::App& app, Outcome& out) {
+  auto a = std::make_shared<TopArgs>();
+  auto config = std::make_shared<std::string>();
+  auto* c = app.add_subcommand("top", "How full each running pod's /dev/shm is (the kubelets' Summary API through the API server)");
+  c->add_option("--kubeconfig", a->kubeconfig, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+  c->add_option("--context", a->context, "kubeconfig context (default: its current-context)");
+  auto* ns = c->add_option("-n,--namespace", a->namespace_name, "namespace (default: default)");
+  c->add_flag("-A,--all-namespaces", a->all_namespaces, "every namespace")->excludes(ns);
+  c->add_option("-l,--selector", a->selector, "label selector, as kubectl's");
+  c->add_option("--watch", a->watch, "sample for this long (e.g. 5m) and show each pod's peak");
+  c->add_option("--interval", a->interval_s, "seconds between samples with --watch")->capture_default_str();
+  c->add_option("-o,--output", a->output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  c->add_option("--request-timeout", a->timeout_s, "seconds per request to the API server")->capture_default_str();
+  c->add_option("--config", *config, "YAML config file (headroom and min, for the suggestion)");
+  c->callback([a, config, &out] {
+    auto cfg = load_config(*config);
+    out.code = cfg ? run_top(*a, *cfg) : fail(cfg.error());
+  });
 }
 
 }  // namespace shmguard::cli

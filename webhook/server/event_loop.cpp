@@ -1,9 +1,8 @@
 // The epoll HTTP server (see event_loop.h). One epoll set per worker; the listening socket is
 // shared with EPOLLEXCLUSIVE so one worker wakes per new connection, and keeps it (as nginx and
-// Envoy do by default). Handing each new connection to the least-loaded worker was tried and
-// measured side by side (README "Performance"): on two cores shared with the client, the 4-
-// connection p99 went from 2-6 ms to 53-112 ms, since two busy workers then time-share the cores
-// that one served without a context switch.
+// Envoy do by default). Handing each new connection to the least-loaded worker was built and
+// measured side by side over five runs (README "Performance"): more throughput at 4 connections,
+// no better tail; it was left out.
 #include "server/event_loop.h"
 
 #include <arpa/inet.h>

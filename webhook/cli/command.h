@@ -1,0 +1,37 @@
+// What every subcommand's file shares (see commands.cpp for the table of them): one way to report
+// a failure, one way to read the config file, and how a subcommand registers itself. Each
+// `add_<command>(app, outcome)` adds its flags and a CLI11 callback that runs it and leaves its
+// exit code (exit_codes.h) in `outcome`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "base/result.h"
+#include "cli/exit_codes.h"
+#include "config/config.h"
+
+namespace shmguard::cli {
+
+struct Outcome {
+  int code = kExitOk;
+};
+
+// "shmguard: MSG" (or "shmguard COMMAND: MSG") on stderr; returns `code`.
+int fail(const std::string& msg, int code = kExitBadInput);
+int fail(const char* command, const std::string& msg, int code = kExitBadInput);
+
+// The config file, or the defaults when none is given.
+Result<config::Config> load_config(const std::string& path);
+
+void add_serve(CLI::App& app, Outcome& out);    // serve_command.cpp
+void add_mutate(CLI::App& app, Outcome& out);   // mutate.cpp
+void add_check(CLI::App& app, Outcome& out);    // check.cpp
+void add_size(CLI::App& app, Outcome& out);     // size.cpp
+void add_review(CLI::App& app, Outcome& out);   // review.cpp
+void add_observe(CLI::App& app, Outcome& out);  // observe.cpp
+void add_top(CLI::App& app, Outcome& out);      // top.cpp
+void add_monitor(CLI::App& app, Outcome& out);  // monitor.cpp
+void add_fn(CLI::App& app, Outcome& out);       // krm_function.cpp
+
+}  // namespace shmguard::cli
