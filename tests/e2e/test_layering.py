@@ -117,3 +117,40 @@ def test_the_error_style_check_sees_one(tmp_path):
     (tmp_path / "a.cpp").write_text("int ok(const std::string& why);\n"
                                     "bool load(const std::string& path,\n          std::string& err) {\n")
     assert bool_plus_string_functions(tmp_path) == ["a.cpp:2"]
+
+
+# Closed sets kept as tables (README "Where a change goes"): the enum -> the one file that holds its
+# table and may switch over it. Anywhere else, code reads the table.
+TABLE_ENUMS = {"Rule": "cli/report.cpp", "Format": "cli/report.cpp", "AnnotationKind": "inject/annotations.cpp"}
+CASE = re.compile(r"\bcase\s+(\w+)::k\w+\s*:")
+# A failure told apart by its text or by whether it has a line, instead of its kind
+# (Result::kind<Enum>(), base/result.h).
+BY_TEXT = re.compile(r"\.error\(\)\s*\.\s*(find|rfind|starts_with|compare)\s*\(|\.line\(\)\s*(>|!=)\s*0")
+
+
+def table_and_kind_breaches(root):
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".h", ".cpp"):
+            continue
+        rel, text = str(path.relative_to(root)), path.read_text()
+        for m in CASE.finditer(text):
+            if m.group(1) in TABLE_ENUMS and TABLE_ENUMS[m.group(1)] != rel:
+                found.append(f"{rel}:{text[:m.start()].count(chr(10)) + 1}: switch over {m.group(1)} outside its table")
+        for m in BY_TEXT.finditer(text):
+            found.append(f"{rel}:{text[:m.start()].count(chr(10)) + 1}: a failure told apart by its text or line")
+    return found
+
+
+def test_tables_are_switched_only_where_they_live_and_failures_by_their_kind():
+    assert table_and_kind_breaches(WEBHOOK) == []
+
+
+def test_the_table_and_kind_checks_see_a_breach(tmp_path):
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "x.cpp").write_text("switch (r) {\n  case Rule::kMissing: break;\n}\n"
+                                            "if (edit.line() > 0) {}\nif (r.error().rfind(\"invalid YAML\", 0) == 0) {}\n")
+    assert table_and_kind_breaches(tmp_path) == [
+        "cli/x.cpp:2: switch over Rule outside its table",
+        "cli/x.cpp:4: a failure told apart by its text or line",
+        "cli/x.cpp:5: a failure told apart by its text or line"]
