@@ -62,3 +62,11 @@ TEST(Log, BothWritersPutTsLevelAndMsgFirst) {
   EXPECT_EQ(b.rfind("{\"ts\":\"", 0), 0u) << b;
   EXPECT_NE(b.find("\",\"level\":\"info\",\"msg\":\"serving\",\"address\":\"0.0.0.0\",\"port\":8443}\n"), std::string::npos) << b;
 }
+
+TEST(Log, LevelsComeFromOneTable) {
+  EXPECT_EQ(server::log_level_names(), "debug, info, warn or error");
+  EXPECT_EQ(server::parse_log_level("warn"), server::Level::kWarn);
+  EXPECT_EQ(server::parse_log_level("debug"), server::Level::kDebug);
+  EXPECT_FALSE(server::parse_log_level("WARN").has_value());
+  EXPECT_FALSE(server::parse_log_level("").has_value());
+}

@@ -13,9 +13,9 @@ namespace shmguard::cli {
 namespace {
 
 int run_serve(server::ServeOptions opts, const std::string& log_level) {
-  server::Level lvl;
-  if (!server::parse_log_level(log_level, lvl)) return fail("--log-level must be debug, info, warn or error");
-  server::set_log_level(lvl);
+  const auto lvl = server::parse_log_level(log_level);
+  if (!lvl) return fail("--log-level must be " + server::log_level_names());
+  server::set_log_level(*lvl);
   // Many idle keep-alive connections are fine, but each needs a descriptor.
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -56,7 +56,7 @@ void add_serve(CLI::App& app, Outcome& out) {
       ->capture_default_str();
   c->add_option("--bind-address", a->bind_address, "address to listen on")->capture_default_str();
   c->add_option("--tls-min-version", a->tls_min_version, "1.2 or 1.3")->capture_default_str();
-  c->add_option("--log-level", *log_level, "debug, info, warn or error")->capture_default_str();
+  c->add_option("--log-level", *log_level, server::log_level_names())->capture_default_str();
   c->add_option("--threads", a->loop.threads, "event-loop threads (0: one per core)")->capture_default_str();
   c->add_option("--shutdown-delay-ms", a->shutdown_delay_ms, "how long to keep serving after SIGTERM with readiness false")
       ->capture_default_str();

@@ -29,15 +29,11 @@ std::string timestamp() {
   return buf;
 }
 
-const char* name(Level l) {
-  switch (l) {
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
-  }
-  return "info";
-}
+// By Level: the one place a level's name is written.
+constexpr const char* kLevelNames[] = {"debug", "info", "warn", "error"};
+constexpr std::size_t kLevelCount = sizeof kLevelNames / sizeof kLevelNames[0];
+
+const char* name(Level l) { return kLevelNames[static_cast<std::size_t>(l)]; }
 
 void write_line(std::string& text) {
   text += '\n';
@@ -104,13 +100,17 @@ void append_quoted(std::string& out, std::string_view s) {
 
 void set_log_level(Level level) { g_level = static_cast<int>(level); }
 
-bool parse_log_level(std::string_view text, Level& out) {
-  if (text == "debug") out = Level::kDebug;
-  else if (text == "info") out = Level::kInfo;
-  else if (text == "warn") out = Level::kWarn;
-  else if (text == "error") out = Level::kError;
-  else return false;
-  return true;
+std::optional<Level> parse_log_level(std::string_view text) {
+  for (std::size_t i = 0; i < kLevelCount; ++i)
+    if (text == kLevelNames[i]) return static_cast<Level>(i);
+  return std::nullopt;
+}
+
+std::string log_level_names() {
+  std::string out;
+  for (std::size_t i = 0; i < kLevelCount; ++i)
+    out += (i == 0 ? "" : i + 1 == kLevelCount ? " or " : ", ") + std::string(kLevelNames[i]);
+  return out;
 }
 
 bool log_enabled(Level level) { return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed); }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,7 +12,9 @@ namespace shmguard::server {
 enum class Level { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
 void set_log_level(Level level);
-bool parse_log_level(std::string_view text, Level& out);
+// "debug", "info", "warn", "error" (kLevelNames, in Level's order); nullopt for anything else.
+std::optional<Level> parse_log_level(std::string_view text);
+std::string log_level_names();  // "debug, info, warn or error", for --help and errors
 bool log_enabled(Level level);
 
 // Writes {"ts":..., "level":..., "msg":..., <fields>} as one line, through LogLine.
