@@ -2,6 +2,7 @@
 #include "server/http.h"
 
 #include <cctype>
+#include <utility>
 
 namespace shmguard::server {
 namespace {
@@ -123,22 +124,28 @@ ParseResult parse_request(std::string_view buf, std::size_t max_body, HttpReques
   return r;
 }
 
+namespace {
+// Every status this server sends, with its reason phrase (RFC 9110).
+constexpr std::pair<int, const char*> kStatusLines[] = {
+    {200, "OK"},
+    {400, "Bad Request"},
+    {404, "Not Found"},
+    {405, "Method Not Allowed"},
+    {408, "Request Timeout"},
+    {411, "Length Required"},
+    {413, "Payload Too Large"},
+    {415, "Unsupported Media Type"},
+    {431, "Request Header Fields Too Large"},
+    {500, "Internal Server Error"},
+    {503, "Service Unavailable"},
+    {505, "HTTP Version Not Supported"},
+};
+}  // namespace
+
 const char* status_text(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
-  }
+  for (const auto& [code, text] : kStatusLines)
+    if (code == status) return text;
+  return "Unknown";
 }
 
 std::string format_response(const HttpResponse& res) {
