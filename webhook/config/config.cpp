@@ -3,10 +3,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace shmguard::config {
 namespace {
@@ -96,21 +98,6 @@ Result<std::vector<std::string>> string_list(const YAML::Node& n, const std::str
   return out;
 }
 
-// A mapping whose keys are all known.
-Status check_keys(const YAML::Node& n, const std::string& section, const std::set<std::string>& known) {
-  if (!n.IsMap()) return Failure{(section.empty() ? "config" : section) + ": expected a mapping", line_of(n)};
-  for (const auto& kv : n) {
-    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
-    if (!known.count(k)) {
-      std::string list;
-      for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
-      return Failure{"unknown key \"" + (section.empty() ? k : section + "." + k) + "\"; known keys: " + list,
-                     line_of(kv.first)};
-    }
-  }
-  return Ok{};
-}
-
 // The value of `key` in mapping `m`, or an undefined node. (operator[] on a const node never
 // inserts.)
 YAML::Node get(const YAML::Node& m, const char* key) {
@@ -118,47 +105,64 @@ YAML::Node get(const YAML::Node& m, const char* key) {
   return v.IsDefined() && !v.IsNull() ? v : YAML::Node(YAML::NodeType::Undefined);
 }
 
-// Sets `out` from `section.key` of mapping `m` read by `read`, when the key is there.
-template <typename T, typename Read>
-Status field(const YAML::Node& m, const std::string& section, const char* key, Read read, T& out) {
-  const YAML::Node v = get(m, key);
-  if (!v) return Ok{};
-  auto r = read(v, section.empty() ? std::string(key) : section + "." + key);
+// One key of a config section: its name and how its value is read into the section's struct.
+// A section's table is the whole truth about it: the keys it knows (an unknown key is an error
+// that lists them), the order they are read in, and the field each one sets.
+template <typename Section>
+struct KeyRow {
+  const char* key;
+  Status (*read)(const YAML::Node& value, const std::string& name, Section& into);
+};
+
+// A row's reader: `Read` the value, then set `Member` from it.
+template <typename Section, auto Member, auto Read>
+Status into(const YAML::Node& value, const std::string& name, Section& c) {
+  auto r = Read(value, name);
   if (!r) return r.failure_part();
-  out = static_cast<T>(std::move(*r));
+  c.*Member = static_cast<std::remove_reference_t<decltype(c.*Member)>>(std::move(*r));
   return Ok{};
 }
 
-// The first failure of `steps`, each run only when all before it passed.
-template <typename... Step>
-Status in_order(Step&&... steps) {
-  Status s = Ok{};
-  ((s = s ? steps() : s), ...);
-  return s;
+// Reads mapping `n` (the section called `section`, "" at the top) by its table.
+template <typename Section, std::size_t N>
+Status read_section(const YAML::Node& n, const std::string& section, const KeyRow<Section> (&rows)[N], Section& c) {
+  if (!n.IsMap()) return Failure{(section.empty() ? "config" : section) + ": expected a mapping", line_of(n)};
+  for (const auto& kv : n) {
+    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+    if (std::none_of(rows, rows + N, [&](const KeyRow<Section>& r) { return k == r.key; })) {
+      std::set<std::string> known;
+      for (const auto& r : rows) known.insert(r.key);
+      std::string list;
+      for (const auto& name : known) list += (list.empty() ? "" : ", ") + name;
+      return Failure{"unknown key \"" + (section.empty() ? k : section + "." + k) + "\"; known keys: " + list,
+                     line_of(kv.first)};
+    }
+  }
+  for (const auto& row : rows) {
+    const YAML::Node v = get(n, row.key);
+    if (!v) continue;
+    if (auto r = row.read(v, section.empty() ? std::string(row.key) : section + "." + row.key, c); !r) return r;
+  }
+  return Ok{};
 }
 
-Status read_sizing(const YAML::Node& s, SizingConfig& c) {
-  const std::string sec = "sizing";
-  return in_order([&] { return check_keys(s, sec, {"prefetchFactor", "headroom", "base", "ncclPerProcess", "min", "max", "default"}); },
-                  [&] { return field(s, sec, "prefetchFactor", positive_int, c.prefetch_factor); },
-                  [&] { return field(s, sec, "headroom", headroom, c.headroom_milli); },
-                  [&] { return field(s, sec, "base", quantity, c.base); },
-                  [&] { return field(s, sec, "ncclPerProcess", quantity, c.nccl_per_process); },
-                  [&] { return field(s, sec, "min", quantity, c.min); },
-                  [&] { return field(s, sec, "max", quantity, c.max); },
-                  [&] { return field(s, sec, "default", quantity, c.default_size); });
-}
+const KeyRow<SizingConfig> kSizingKeys[] = {
+    {"prefetchFactor", into<SizingConfig, &SizingConfig::prefetch_factor, positive_int>},
+    {"headroom", into<SizingConfig, &SizingConfig::headroom_milli, headroom>},
+    {"base", into<SizingConfig, &SizingConfig::base, quantity>},
+    {"ncclPerProcess", into<SizingConfig, &SizingConfig::nccl_per_process, quantity>},
+    {"min", into<SizingConfig, &SizingConfig::min, quantity>},
+    {"max", into<SizingConfig, &SizingConfig::max, quantity>},
+    {"default", into<SizingConfig, &SizingConfig::default_size, quantity>},
+};
 
-Status read_selection(const YAML::Node& s, SelectionConfig& c) {
-  const std::string sec = "selection";
-  return in_order([&] { return check_keys(s, sec, {"labelKeys", "imageGlobs", "commands", "injectInitContainers",
-                                                    "injectEphemeralContainers"}); },
-                  [&] { return field(s, sec, "labelKeys", string_list, c.label_keys); },
-                  [&] { return field(s, sec, "imageGlobs", string_list, c.image_globs); },
-                  [&] { return field(s, sec, "commands", string_list, c.commands); },
-                  [&] { return field(s, sec, "injectInitContainers", boolean, c.inject_init_containers); },
-                  [&] { return field(s, sec, "injectEphemeralContainers", boolean, c.inject_ephemeral_containers); });
-}
+const KeyRow<SelectionConfig> kSelectionKeys[] = {
+    {"labelKeys", into<SelectionConfig, &SelectionConfig::label_keys, string_list>},
+    {"imageGlobs", into<SelectionConfig, &SelectionConfig::image_globs, string_list>},
+    {"commands", into<SelectionConfig, &SelectionConfig::commands, string_list>},
+    {"injectInitContainers", into<SelectionConfig, &SelectionConfig::inject_init_containers, boolean>},
+    {"injectEphemeralContainers", into<SelectionConfig, &SelectionConfig::inject_ephemeral_containers, boolean>},
+};
 
 Result<Mode> mode(const YAML::Node& m, const std::string& key) {
   auto v = scalar(m, key);
@@ -166,6 +170,20 @@ Result<Mode> mode(const YAML::Node& m, const std::string& key) {
   if (*v != "enforce" && *v != "audit") return Failure{key + ": must be enforce or audit, got \"" + *v + "\"", line_of(m)};
   return *v == "audit" ? Mode::kAudit : Mode::kEnforce;
 }
+
+Status sizing_section(const YAML::Node& v, const std::string& name, Config& c) {
+  return read_section(v, name, kSizingKeys, c.sizing);
+}
+
+Status selection_section(const YAML::Node& v, const std::string& name, Config& c) {
+  return read_section(v, name, kSelectionKeys, c.selection);
+}
+
+const KeyRow<Config> kTopKeys[] = {
+    {"mode", into<Config, &Config::mode, mode>},
+    {"sizing", sizing_section},
+    {"selection", selection_section},
+};
 
 Status validate(const Config& c) {
   for (const auto& rule : c.selection.label_keys)
@@ -186,13 +204,8 @@ Status validate(const Config& c) {
 
 Result<Config> read_config(const YAML::Node& root) {
   Config c;
-  if (root.IsDefined() && !root.IsNull()) {
-    auto read = in_order([&] { return check_keys(root, "", {"mode", "sizing", "selection"}); },
-                         [&] { return field(root, "", "mode", mode, c.mode); },
-                         [&] { return get(root, "sizing") ? read_sizing(root["sizing"], c.sizing) : Status(Ok{}); },
-                         [&] { return get(root, "selection") ? read_selection(root["selection"], c.selection) : Status(Ok{}); });
-    if (!read) return read.failure_part();
-  }
+  if (root.IsDefined() && !root.IsNull())
+    if (auto read = read_section(root, "", kTopKeys, c); !read) return read.failure_part();
   if (auto valid = validate(c); !valid) return valid.failure_part();
   return c;
 }
