@@ -7,14 +7,13 @@
 #include "admission/json_reader.h"
 #include "base/limits.h"
 #include "inject/inject.h"
-#include "inject/json_fields.h"
+#include "base/json_fields.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::admission {
 namespace {
 
 using nlohmann::json;
-using inject::str_field;
 
 
 // The parts of an AdmissionReview the webhook reads (a container's command, args and env tell the
@@ -167,7 +166,7 @@ void decide(const json& req, const config::Config& cfg, AdmissionOutcome& o, std
   }
   const json& pod = *obj_it;
   if (o.pod.empty()) {
-    if (const json* md = inject::object_at(pod, "metadata")) o.pod = inject::display_name(*md);
+    if (const json* md = object_at(pod, "metadata")) o.pod = display_name(*md);
   }
   auto r = inject::inject_pod(pod, cfg);
   o.reason = r.reason;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "inject/json_fields.h"
+#include "base/json_fields.h"
 #include "manifests/offline.h"
 #include "manifests/yaml_doc.h"
 #include "sizing/quantity.h"
@@ -22,7 +22,6 @@ namespace {
 using nlohmann::json;
 using manifests::yaml_string;
 
-using inject::str_field;
 
 
 // The item a template belongs to: "/items/3/spec/template" -> 3.

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "base/text.h"
-#include "inject/json_fields.h"
+#include "base/json_fields.h"
 #include "inject/procs.h"
 #include "sizing/quantity.h"
 

@@ -6,7 +6,7 @@
 #include "base/assert.h"
 #include "inject/annotations.h"
 #include "inject/command.h"
-#include "inject/json_fields.h"
+#include "base/json_fields.h"
 #include "inject/procs.h"
 #include "sizing/quantity.h"
 #include "base/text.h"

@@ -5,7 +5,7 @@
 #include <cctype>
 
 #include "inject/command.h"
-#include "inject/json_fields.h"
+#include "base/json_fields.h"
 #include "inject/recognize.h"
 #include "sizing/quantity.h"
 #include "base/text.h"

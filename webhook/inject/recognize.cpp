@@ -2,7 +2,7 @@
 #include "inject/recognize.h"
 
 #include "inject/command.h"
-#include "inject/json_fields.h"
+#include "base/json_fields.h"
 #include "base/text.h"
 
 #include <algorithm>

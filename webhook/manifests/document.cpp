@@ -6,7 +6,7 @@
 
 #include "base/assert.h"
 #include "base/text.h"
-#include "inject/json_fields.h"
+#include "base/json_fields.h"
 #include "manifests/surgical.h"
 #include "sizing/quantity.h"
 
@@ -202,8 +202,8 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
   // A shmguard.io/ annotation the API server would refuse (a number or bool) is a finding, and is
   // not sized by: the pod that reaches a cluster cannot carry it.
   json accepted;
-  const json* md = inject::object_at(tmpl, "metadata");
-  const json* ann = md ? inject::object_at(*md, "annotations") : nullptr;
+  const json* md = object_at(tmpl, "metadata");
+  const json* ann = md ? object_at(*md, "annotations") : nullptr;
   if (ann && std::any_of(ann->items().begin(), ann->items().end(), [](const auto& kv) {
         return kv.key().starts_with("shmguard.io/") && (kv.value().is_number() || kv.value().is_boolean());
       })) {
@@ -247,8 +247,8 @@ std::vector<int> DocumentWorker::warning_lines(const TemplateReport& rep, int fi
 // API server refuses the object. A shmguard.io one is a finding (and was left out of the sizing),
 // any other a warning.
 void DocumentWorker::check_annotation_types(const json& tmpl, TemplateReport& rep, int first_line) const {
-  const json* md = inject::object_at(tmpl, "metadata");
-  const json* ann = md ? inject::object_at(*md, "annotations") : nullptr;
+  const json* md = object_at(tmpl, "metadata");
+  const json* ann = md ? object_at(*md, "annotations") : nullptr;
   if (!ann) return;
   for (const auto& [key, value] : ann->items()) {
     if (!value.is_number() && !value.is_boolean()) continue;

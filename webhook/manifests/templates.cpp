@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "sizing/quantity.h"
-#include "inject/json_fields.h"
+#include "base/json_fields.h"
 #include "inject/recognize.h"
 
 namespace shmguard::manifests {
@@ -39,7 +39,7 @@ struct Owner {
 const json* at_path(const json& obj, std::initializer_list<const char*> path) {
   const json* cur = &obj;
   for (const char* key : path)
-    if (!(cur = inject::child(*cur, key))) return nullptr;
+    if (!(cur = child(*cur, key))) return nullptr;
   return cur;
 }
 
@@ -112,23 +112,23 @@ void Walker::visit(const json& node, const Owner& inherited, std::size_t depth) 
   if (!node.is_object()) return;
   // A nested resource (List item, embedded object) becomes the owner of what it holds; copied only then.
   std::optional<Owner> own;
-  std::string kind = inject::str_field(node, "kind");
+  std::string kind = str_field(node, "kind");
   if (!kind.empty() && node.contains("apiVersion")) {
     own.emplace();
     own->kind = kind;
-    own->training = is_training_kind(inject::str_field(node, "apiVersion"), kind);
+    own->training = is_training_kind(str_field(node, "apiVersion"), kind);
     if (own->training) own->procs = owner_procs(node, kind);
     own->mpi = own->training && (kind == "MPIJob" || at_path(node, {"spec", "mlPolicy", "mpi"}));
     own->launcher_trains = is_true(node, {"spec", "runLauncherAsWorker"}) ||
                            is_true(node, {"spec", "mlPolicy", "mpi", "runLauncherAsNode"});
     if (auto md = node.find("metadata"); md != node.end()) {
-      own->name = inject::display_name(*md);
-      own->namespace_name = inject::str_field(*md, "namespace");
+      own->name = display_name(*md);
+      own->namespace_name = str_field(*md, "namespace");
     }
   }
   if (const Owner& o = own ? *own : inherited; o.mpi && !o.launcher_trains && !o.launcher &&
                                                  (path.ends_with("mpiReplicaSpecs.Launcher") ||
-                                                  (inject::str_field(node, "name") == "launcher" && node.contains("template")))) {
+                                                  (str_field(node, "name") == "launcher" && node.contains("template")))) {
     if (!own) own = inherited;
     own->launcher = true;
   }
@@ -145,7 +145,7 @@ void Walker::visit(const json& node, const Owner& inherited, std::size_t depth) 
     return;
   }
   for (const auto& [k, v] : node.items()) {
-    if (v.is_structured()) descend(v, owner, depth, inject::escape_pointer_token(k), k, false);
+    if (v.is_structured()) descend(v, owner, depth, escape_pointer_token(k), k, false);
   }
 }
 
@@ -182,7 +182,7 @@ json operator_pod(const json& tmpl, const TemplateRef& ref) {
       json& env = c["env"];
       if (!env.is_array()) env = json::array();
       const bool has = std::any_of(env.begin(), env.end(), [](const json& e) {
-        return inject::str_field(e, "name") == inject::kProcsEnv;
+        return str_field(e, "name") == inject::kProcsEnv;
       });
       if (!has) env.push_back({{"name", inject::kProcsEnv}, {"value", ref.owner_procs->value}});
     }

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "base/json_fields.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::monitor {
@@ -12,49 +13,38 @@ namespace {
 
 using nlohmann::json;
 
-const json* field(const json& o, const char* key) {
-  if (!o.is_object()) return nullptr;
-  auto it = o.find(key);
-  return it == o.end() ? nullptr : &*it;
-}
-
-std::string text(const json& o, const char* key) {
-  const json* v = field(o, key);
-  return v && v->is_string() ? v->get<std::string>() : std::string();
-}
-
 std::uint64_t number(const json& o, const char* key) {
-  const json* v = field(o, key);
+  const json* v = child(o, key);
   return v && v->is_number_unsigned() ? v->get<std::uint64_t>() : 0;
 }
 
 // The name of the volume a regular container mounts at /dev/shm, or "".
 std::string shm_mount(const json& spec) {
-  const json* containers = field(spec, "containers");
+  const json* containers = child(spec, "containers");
   if (!containers || !containers->is_array()) return "";
   for (const auto& c : *containers) {
-    const json* mounts = field(c, "volumeMounts");
+    const json* mounts = child(c, "volumeMounts");
     if (!mounts || !mounts->is_array()) continue;
     for (const auto& m : *mounts)
-      if (text(m, "mountPath") == "/dev/shm" || text(m, "mountPath") == "/dev/shm/") return text(m, "name");
+      if (str_field(m, "mountPath") == "/dev/shm" || str_field(m, "mountPath") == "/dev/shm/") return str_field(m, "name");
   }
   return "";
 }
 
 // The controller that owns the pod; a Job's pods are named after a JobSet that made it.
 void set_owner(const json& pod_md, PodShm& p) {
-  if (const json* refs = field(pod_md, "ownerReferences"); refs && refs->is_array()) {
+  if (const json* refs = child(pod_md, "ownerReferences"); refs && refs->is_array()) {
     for (const auto& r : *refs) {
-      const json* ctl = field(r, "controller");
+      const json* ctl = child(r, "controller");
       if (ctl && ctl->is_boolean() && ctl->get<bool>()) {
-        p.owner_kind = text(r, "kind");
-        p.owner_name = text(r, "name");
+        p.owner_kind = str_field(r, "kind");
+        p.owner_name = str_field(r, "name");
       }
     }
   }
-  const json* labels = field(pod_md, "labels");
+  const json* labels = child(pod_md, "labels");
   if (p.owner_kind == "Job" && labels) {
-    if (auto js = text(*labels, "jobset.sigs.k8s.io/jobset-name"); !js.empty()) {
+    if (auto js = str_field(*labels, "jobset.sigs.k8s.io/jobset-name"); !js.empty()) {
       p.owner_kind = "JobSet";
       p.owner_name = js;
     }
@@ -150,20 +140,20 @@ json parse_node_list(const std::string& text) {
 
 std::vector<KubeletAddress> kubelet_addresses(const json& node_list) {
   std::vector<KubeletAddress> out;
-  const json* items = field(node_list, "items");
+  const json* items = child(node_list, "items");
   if (!items || !items->is_array()) return out;
   for (const auto& n : *items) {
-    const json* md = field(n, "metadata");
-    const json* status = field(n, "status");
+    const json* md = child(n, "metadata");
+    const json* status = child(n, "status");
     KubeletAddress k;
-    k.node = md ? text(*md, "name") : "";
-    const json* addresses = status ? field(*status, "addresses") : nullptr;
+    k.node = md ? str_field(*md, "name") : "";
+    const json* addresses = status ? child(*status, "addresses") : nullptr;
     for (const char* type : {"InternalIP", "Hostname", "ExternalIP"})
       for (const auto& ad : addresses && addresses->is_array() ? *addresses : json::array())
-        if (k.address.empty() && text(ad, "type") == type) k.address = text(ad, "address");
-    const json* ep = status ? field(*status, "daemonEndpoints") : nullptr;
-    const json* kubelet = ep ? field(*ep, "kubeletEndpoint") : nullptr;
-    const json* port = kubelet ? field(*kubelet, "Port") : nullptr;
+        if (k.address.empty() && str_field(ad, "type") == type) k.address = str_field(ad, "address");
+    const json* ep = status ? child(*status, "daemonEndpoints") : nullptr;
+    const json* kubelet = ep ? child(*ep, "kubeletEndpoint") : nullptr;
+    const json* port = kubelet ? child(*kubelet, "Port") : nullptr;
     if (port && port->is_number_integer() && port->get<std::int64_t>() > 0 && port->get<std::int64_t>() < 65536)
       k.port = port->get<int>();
     if (!k.node.empty() && !k.address.empty()) out.push_back(std::move(k));
@@ -179,28 +169,28 @@ json parse_summary(const std::string& text) {
 
 std::vector<PodShm> shm_pods(const json& pod_list) {
   std::vector<PodShm> out;
-  const json* items = field(pod_list, "items");
+  const json* items = child(pod_list, "items");
   if (!items || !items->is_array()) return out;
   for (const auto& pod : *items) {
-    const json* status = field(pod, "status");
-    if (!status || text(*status, "phase") != "Running") continue;
-    const json* spec = field(pod, "spec");
-    const json* md = field(pod, "metadata");
+    const json* status = child(pod, "status");
+    if (!status || str_field(*status, "phase") != "Running") continue;
+    const json* spec = child(pod, "spec");
+    const json* md = child(pod, "metadata");
     if (!spec || !md) continue;
     const std::string volume = shm_mount(*spec);
     if (volume.empty()) continue;
-    const json* volumes = field(*spec, "volumes");
+    const json* volumes = child(*spec, "volumes");
     if (!volumes || !volumes->is_array()) continue;
     for (const auto& v : *volumes) {
-      const json* ed = field(v, "emptyDir");
-      if (text(v, "name") != volume || !ed || text(*ed, "medium") != "Memory") continue;
+      const json* ed = child(v, "emptyDir");
+      if (str_field(v, "name") != volume || !ed || str_field(*ed, "medium") != "Memory") continue;
       PodShm p;
-      p.namespace_name = text(*md, "namespace");
-      p.name = text(*md, "name");
-      p.uid = text(*md, "uid");
-      p.node = text(*spec, "nodeName");
+      p.namespace_name = str_field(*md, "namespace");
+      p.name = str_field(*md, "name");
+      p.uid = str_field(*md, "uid");
+      p.node = str_field(*spec, "nodeName");
       p.volume = volume;
-      if (auto limit = text(*ed, "sizeLimit"); !limit.empty())
+      if (auto limit = str_field(*ed, "sizeLimit"); !limit.empty())
         if (auto q = sizing::parse_size(limit)) p.size_limit = *q;
       set_owner(*md, p);
       out.push_back(std::move(p));
@@ -223,18 +213,18 @@ PodIndex index_pods(const std::vector<PodShm>& pods) {
 std::size_t apply_summary(std::vector<PodShm>& pods, const PodIndex& index, const std::string& node,
                           const json& summary) {
   std::size_t found = 0;
-  const json* stats = field(summary, "pods");
+  const json* stats = child(summary, "pods");
   if (!stats || !stats->is_array()) return 0;
   for (const auto& ps : *stats) {
-    const json* ref = field(ps, "podRef");
-    const json* volumes = field(ps, "volume");
+    const json* ref = child(ps, "podRef");
+    const json* volumes = child(ps, "volume");
     if (!ref || !volumes || !volumes->is_array()) continue;
-    const std::string uid = text(*ref, "uid");
-    auto at = index.find(uid.empty() ? text(*ref, "namespace") + "/" + text(*ref, "name") : uid);
+    const std::string uid = str_field(*ref, "uid");
+    auto at = index.find(uid.empty() ? str_field(*ref, "namespace") + "/" + str_field(*ref, "name") : uid);
     if (at == index.end() || pods[at->second].node != node) continue;
     PodShm& pod = pods[at->second];
     for (const auto& v : *volumes) {
-      if (text(v, "name") != pod.volume) continue;
+      if (str_field(v, "name") != pod.volume) continue;
       const std::uint64_t cap = number(v, "capacityBytes"), avail = number(v, "availableBytes");
       if (cap == 0) continue;
       pod.capacity = cap;

@@ -1,5 +1,6 @@
-// Lookups into Kubernetes objects as nlohmann::json, shared by every module that reads pods:
-// absent keys and wrong types give null or empty, never an exception.
+// Lookups into Kubernetes objects as nlohmann::json, shared by every module that reads pods,
+// pod lists or kubelet summaries: absent keys and wrong types give null or empty, never an
+// exception.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace shmguard::inject {
+namespace shmguard {
 
 // The member `key` of an object, or null (absent, or `parent` is not an object).
 inline const nlohmann::json* child(const nlohmann::json& parent, const char* key) {
@@ -58,4 +59,4 @@ inline std::string escape_pointer_token(std::string_view key) {
   return out;
 }
 
-}  // namespace shmguard::inject
+}  // namespace shmguard
