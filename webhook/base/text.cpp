@@ -1,7 +1,33 @@
 // Text helpers (see text.h).
 #include "base/text.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 namespace shmguard {
+
+Result<std::string> read_file(const std::string& path) {
+  // POSIX reads: a stream over a directory throws from its buffer (libstdc++), this never does.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Failure{path + ": cannot read: " + std::strerror(errno)};
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    const int err = n < 0 ? errno : 0;
+    ::close(fd);
+    if (err) return Failure{path + ": cannot read: " + std::strerror(err)};
+    return text;  // an empty file is "", not a failure
+  }
+}
 
 std::string printable(std::string_view value, std::size_t max) {
   std::string out;

@@ -1,5 +1,5 @@
-// Text helpers every module uses: echoing untrusted values, and the glob the config's image and
-// file patterns are written in.
+// Text helpers every module uses: reading a file whole, echoing untrusted values, and the glob the
+// config's image and file patterns are written in.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
+
 namespace shmguard {
+
+// The whole of a file, as bytes; the failure is "PATH: cannot read: REASON".
+Result<std::string> read_file(const std::string& path);
 
 // A value safe to echo in a warning: control characters replaced, at most `max` characters.
 std::string printable(std::string_view value, std::size_t max = 40);

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/text.h"
 #include "cli/exit_codes.h"
 #include "cli/review.h"
 #include "cli/review_parts.h"
@@ -59,10 +60,9 @@ Result<ApiServer> locate(const ReviewArgs& a) {
 
 // Read on every attempt: the kubelet rotates a projected token in place.
 Result<std::string> read_token(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream text;
-  if (!f || !(text << f.rdbuf())) return Failure{path + ": cannot read the service account token"};
-  std::string t = text.str();
+  auto text = read_file(path);
+  if (!text) return Failure{text.error() + " (the service account token)"};
+  std::string t = std::move(*text);
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
   if (t.empty()) return Failure{path + ": the token is empty"};
   return t;

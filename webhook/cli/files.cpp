@@ -1,6 +1,8 @@
 // Input walks and in-place rewrites (see files.h).
 #include "cli/files.h"
 
+#include "base/text.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -172,13 +174,6 @@ Status replace(const RewritePlan& p, const std::string& staged) {
   return Failure{p.path + ": cannot replace: " + err};
 }
 
-Result<std::string> read_whole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  if (!in || !(s << in.rdbuf()) || in.bad()) return Failure{path + ": cannot read: " + why()};
-  return s.str();
-}
-
 }  // namespace
 
 Status rewrite(const RewritePlan& p, const std::string& text) {
@@ -196,7 +191,7 @@ Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& chang
   };
   for (std::size_t i = 0; i < changes.size(); ++i) {
     const auto& [plan, text] = changes[i];
-    auto was = read_whole(plan.target);
+    auto was = read_file(plan.target);
     auto tmp = was && !plan.in_place ? stage(plan, text) : Result<std::string>(std::string());
     if (!was || !tmp) {
       drop_staged(0);

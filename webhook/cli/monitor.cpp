@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/parallel.h"
+#include "base/text.h"
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/kube_stats.h"
@@ -180,10 +181,9 @@ int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
   if (!api) return fail("monitor", api.error());
   std::string ca;
   if (!a.kubelet_ca.empty()) {
-    std::ifstream f(a.kubelet_ca);
-    std::ostringstream s;
-    if (!f || !(s << f.rdbuf())) return fail("monitor", a.kubelet_ca + ": cannot read the kubelet CA");
-    ca = s.str();
+    auto text = read_file(a.kubelet_ca);
+    if (!text) return fail("monitor", text.error() + " (--kubelet-ca)");
+    ca = std::move(*text);
   }
   const auto colon = a.listen.rfind(':');
   if (colon == std::string::npos) return fail("monitor", "--listen " + a.listen + ": want HOST:PORT");

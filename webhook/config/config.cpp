@@ -1,6 +1,8 @@
 // YAML config loading and validation (see config.h).
 #include "config/config.h"
 
+#include "base/text.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -223,11 +225,9 @@ Result<Config> parse_config(std::string_view yaml_text) {
 }
 
 Result<Config> load_config_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Failure{path + ": cannot open config file"};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto r = parse_config(ss.str());
+  auto text = read_file(path);
+  if (!text) return Failure{text.error() + " (the config file)"};
+  auto r = parse_config(*text);
   if (!r) return Failure{path + (r.line() ? ":" + std::to_string(r.line()) : "") + ": " + r.error(), r.line()};
   return r;
 }

@@ -1,6 +1,8 @@
 // Kubeconfig and the API client (see access.h).
 #include "kube/access.h"
 
+#include "base/text.h"
+
 #include <httplib.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -25,11 +27,11 @@ using nlohmann::json;
 
 constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount/";
 
+// A file the kubeconfig (or the pod) names, the failure saying what it is for.
 Result<std::string> read_file(const std::string& path, const std::string& what) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  if (!f || !(s << f.rdbuf())) return Failure{what + " " + path + ": cannot read it"};
-  return s.str();
+  auto text = shmguard::read_file(path);
+  if (!text) return Failure{what + ": " + text.error()};
+  return text;
 }
 
 std::string trim(std::string s) {

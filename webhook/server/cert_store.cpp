@@ -1,6 +1,8 @@
 // Serving-certificate loading and hot swap (see cert_store.h).
 #include "server/cert_store.h"
 
+#include "base/text.h"
+
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -19,15 +21,6 @@ std::string openssl_error() {
 }
 
 namespace {
-
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
-}
 
 std::time_t asn1_to_time(const ASN1_TIME* t) {
   std::tm tm{};
@@ -90,10 +83,11 @@ Status CertStore::load() {
     cert_stamp_ = cs;
     key_stamp_ = ks;
   }
-  std::string cert_pem, key_pem;
-  if (!read_file(cert_file_, cert_pem)) return Failure{cert_file_ + ": cannot read"};
-  if (!read_file(key_file_, key_pem)) return Failure{key_file_ + ": cannot read"};
-  auto pair = parse_cert_pair(cert_pem, key_pem);
+  auto cert_pem = read_file(cert_file_);
+  if (!cert_pem) return cert_pem.failure_part();
+  auto key_pem = read_file(key_file_);
+  if (!key_pem) return key_pem.failure_part();
+  auto pair = parse_cert_pair(*cert_pem, *key_pem);
   if (!pair) return Failure{pair.error()};
   std::lock_guard<std::mutex> lock(mu_);
   current_ = std::move(*pair);
