@@ -71,14 +71,14 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
   bool any_mutated = false;
   for (const auto& r : runner.reports()) {
     any_mutated = any_mutated || r.result.mutated();
-    bool kubeflow_job = r.kind == "PyTorchJob" || r.kind == "TFJob" || r.kind == "MPIJob";
+    bool kubeflow_job = r.ref.kind == "PyTorchJob" || r.ref.kind == "TFJob" || r.ref.kind == "MPIJob";
     if (kubeflow_job) {
       // An MPI launcher that only runs mpirun loads no data (README "What shmguard does to a pod").
       const bool mpi_launcher = r.result.because.starts_with("MPI launcher: runs only mpirun");
-      EXPECT_EQ(mpi_launcher, r.path.find("mpiReplicaSpecs.Launcher.") != std::string::npos && !r.result.mutated())
-          << r.file << " " << r.path << ": " << r.result.because;
+      EXPECT_EQ(mpi_launcher, r.ref.path.find("mpiReplicaSpecs.Launcher.") != std::string::npos && !r.result.mutated())
+          << r.file << " " << r.ref.path << ": " << r.result.because;
       EXPECT_TRUE(r.result.mutated() || r.result.reason == "user-managed" || r.result.reason == "opted-out" || mpi_launcher)
-          << r.file << " " << r.path << ": " << r.result.summary;
+          << r.file << " " << r.ref.path << ": " << r.result.summary;
     }
   }
   if (!any_mutated) {
@@ -123,7 +123,7 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
       EXPECT_EQ(webhook["metadata"]["annotations"], offline["metadata"]["annotations"]) << templates[k].path;
     }
     for (const auto& r : runner.reports())
-      if (r.document == static_cast<int>(i) + 1 && r.result.mutated()) undo_patch(after[i], r.pointer, r.result.patch);
+      if (r.document == static_cast<int>(i) + 1 && r.result.mutated()) undo_patch(after[i], r.ref.pointer, r.result.patch);
     EXPECT_EQ(after[i], before[i]) << "document " << i + 1 << " changed beyond shmguard's additions";
   }
 }
@@ -160,14 +160,14 @@ TEST(CorpusSuite, TrainerInitializerStepsAreNotTrainingPods) {
     const auto docs = test::yaml_documents(text);
     for (const auto& r : runner.reports()) {
       const std::string suffix = "/spec/template";
-      ASSERT_TRUE(r.pointer.ends_with(suffix)) << r.pointer;
-      const json& job = docs.at(r.document - 1).at(json::json_pointer(r.pointer.substr(0, r.pointer.size() - suffix.size())));
+      ASSERT_TRUE(r.ref.pointer.ends_with(suffix)) << r.ref.pointer;
+      const json& job = docs.at(r.document - 1).at(json::json_pointer(r.ref.pointer.substr(0, r.ref.pointer.size() - suffix.size())));
       const std::string step = job["metadata"]["labels"].value(manifests::kTrainerStepLabel, "");
       seen.insert(step);
       if (step == "trainer") {
-        EXPECT_TRUE(r.result.mutated()) << file << " " << r.path << ": " << r.result.summary;
+        EXPECT_TRUE(r.result.mutated()) << file << " " << r.ref.path << ": " << r.result.summary;
       } else {
-        EXPECT_EQ(r.result.reason, "not-training") << file << " " << r.path << " (" << step << ")";
+        EXPECT_EQ(r.result.reason, "not-training") << file << " " << r.ref.path << " (" << step << ")";
       }
     }
   }

@@ -126,6 +126,10 @@ CASE = re.compile(r"\bcase\s+(\w+)::k\w+\s*:")
 # A failure told apart by its text or by whether it has a line, instead of its kind
 # (Result::kind<Enum>(), base/result.h).
 BY_TEXT = re.compile(r"\.error\(\)\s*\.\s*(find|rfind|starts_with|compare)\s*\(|\.line\(\)\s*(>|!=)\s*0")
+# A kind told by a sentinel string ("(pod)") instead of an enum, and facts about warnings kept in
+# vectors beside the warnings (index-aligned) instead of in each Warning{text, about, line}.
+SENTINEL = re.compile(r'[=!]=\s*"\([\w ]+\)"')
+PARALLEL_WARNINGS = re.compile(r"std::vector<[\w:]+>\s+warning_\w+\s*[;=({]")
 
 
 def table_and_kind_breaches(root):
@@ -139,6 +143,10 @@ def table_and_kind_breaches(root):
                 found.append(f"{rel}:{text[:m.start()].count(chr(10)) + 1}: switch over {m.group(1)} outside its table")
         for m in BY_TEXT.finditer(text):
             found.append(f"{rel}:{text[:m.start()].count(chr(10)) + 1}: a failure told apart by its text or line")
+        for m in SENTINEL.finditer(text):
+            found.append(f"{rel}:{text[:m.start()].count(chr(10)) + 1}: a kind told by a sentinel string")
+        for m in PARALLEL_WARNINGS.finditer(text):
+            found.append(f"{rel}:{text[:m.start()].count(chr(10)) + 1}: a vector beside the warnings")
     return found
 
 
@@ -149,8 +157,12 @@ def test_tables_are_switched_only_where_they_live_and_failures_by_their_kind():
 def test_the_table_and_kind_checks_see_a_breach(tmp_path):
     (tmp_path / "cli").mkdir()
     (tmp_path / "cli" / "x.cpp").write_text("switch (r) {\n  case Rule::kMissing: break;\n}\n"
-                                            "if (edit.line() > 0) {}\nif (r.error().rfind(\"invalid YAML\", 0) == 0) {}\n")
+                                            "if (edit.line() > 0) {}\nif (r.error().rfind(\"invalid YAML\", 0) == 0) {}\n"
+                                            "if (ref.path == \"(pod)\") return;\n"
+                                            "  std::vector<int> warning_lines;\n")
     assert table_and_kind_breaches(tmp_path) == [
         "cli/x.cpp:2: switch over Rule outside its table",
         "cli/x.cpp:4: a failure told apart by its text or line",
-        "cli/x.cpp:5: a failure told apart by its text or line"]
+        "cli/x.cpp:5: a failure told apart by its text or line",
+        "cli/x.cpp:6: a kind told by a sentinel string",
+        "cli/x.cpp:7: a vector beside the warnings"]

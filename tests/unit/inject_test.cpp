@@ -113,8 +113,8 @@ TEST(Inject, BadAnnotationsWarnAndFallBack) {
   ASSERT_TRUE(r.mutated());
   EXPECT_EQ(r.size(), 8 * sizing::kGi);
   ASSERT_EQ(r.warnings.size(), 2u);
-  EXPECT_NE(r.warnings[0].find("shmguard.io/batch-size \"thirty-two\""), std::string::npos) << r.warnings[0];
-  EXPECT_NE(r.warnings[1].find("shmguard.io/prefetch-factor"), std::string::npos);
+  EXPECT_NE(r.warnings[0].text.find("shmguard.io/batch-size \"thirty-two\""), std::string::npos) << r.warnings[0].text;
+  EXPECT_NE(r.warnings[1].text.find("shmguard.io/prefetch-factor"), std::string::npos);
 }
 
 TEST(Inject, GpuLimitSetsProcesses) {
@@ -134,7 +134,7 @@ TEST(Inject, MemoryLimitWarning) {
   pod["spec"]["containers"][1]["resources"] = {{"limits", {{"memory", "256Mi"}}}};
   auto r = inject_pod(pod, cfg);
   ASSERT_EQ(r.warnings.size(), 1u);
-  EXPECT_NE(r.warnings[0].find("768Mi"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[0].text.find("768Mi"), std::string::npos) << r.warnings[0].text;
   // Pod-level resources win over the container sum.
   pod["spec"]["resources"] = {{"limits", {{"memory", "64Gi"}}}};
   EXPECT_TRUE(inject_pod(pod, cfg).warnings.empty());
@@ -158,7 +158,7 @@ TEST(Inject, MalformedPodsAreSkippedWithAWarningThatNamesTheField) {
     auto r = inject_pod(json::parse(text), cfg);
     EXPECT_FALSE(r.mutated()) << text;
     EXPECT_EQ(r.reason, "invalid-pod") << text;
-    EXPECT_EQ(r.warnings, std::vector<std::string>{std::string("shmguard left the pod unchanged: ") + why}) << text;
+    EXPECT_EQ(r.texts(), std::vector<std::string>{std::string("shmguard left the pod unchanged: ") + why}) << text;
   }
 }
 
@@ -176,9 +176,9 @@ TEST(Inject, AUsersOwnShmGetsTheFormulasWarnings) {
   ASSERT_TRUE(r.sizing.has_value());
   EXPECT_TRUE(r.sizing->exceeds_memory_limit);
   EXPECT_EQ(std::count_if(r.warnings.begin(), r.warnings.end(),
-                          [](const std::string& w) { return w.find("exceeds the pod memory limit 4Gi") != std::string::npos; }),
+                          [](const Warning& w) { return w.text.find("exceeds the pod memory limit 4Gi") != std::string::npos; }),
             1)
-      << ::testing::PrintToString(r.warnings);
+      << ::testing::PrintToString(r.texts());
   // Without anything that gives a size, nothing is computed and nothing is said about it.
   pod["metadata"].erase("annotations");
   auto plain = inject_pod(pod, cfg);

@@ -73,7 +73,7 @@ TEST(Offline, MutatesKeepingTypesAndLeadingComments) {
   ASSERT_TRUE(r.ok) << r.err;
   ASSERT_EQ(r.reports.size(), 1u);
   EXPECT_EQ(r.reports[0].summary_done(), "injected 1Gi");
-  EXPECT_EQ(r.reports[0].path, "spec.pytorchReplicaSpecs.Worker.template");
+  EXPECT_EQ(r.reports[0].ref.path, "spec.pytorchReplicaSpecs.Worker.template");
   EXPECT_EQ(r.out.rfind("# a training job\n", 0), 0u) << r.out;
   YamlDocument din, dout;
   ASSERT_TRUE(parse_document(kJob, din).ok());
@@ -206,8 +206,8 @@ namespace {
 std::vector<std::string> said(const std::vector<TemplateReport>& reports) {
   std::vector<std::string> lines;
   for (const auto& r : reports)
-    lines.push_back(r.file + ":" + std::to_string(r.line) + " #" + std::to_string(r.document) + " " + r.kind + "/" +
-                    r.name + " " + r.summary_done());
+    lines.push_back(r.file + ":" + std::to_string(r.line) + " #" + std::to_string(r.document) + " " + r.ref.kind + "/" +
+                    r.ref.name + " " + r.summary_done());
   return lines;
 }
 

@@ -84,7 +84,7 @@ TEST(Recognize, InvalidInjectValueWarnsAndFallsThrough) {
   auto r = recognize(pod({{"shmguard.io/inject", "maybe"}}, nullptr, "pytorch/pytorch"), cfg);
   EXPECT_EQ(r.verdict, Verdict::kTraining);
   ASSERT_EQ(r.warnings.size(), 1u);
-  EXPECT_NE(r.warnings[0].find("maybe"), std::string::npos);
+  EXPECT_NE(r.warnings[0].text.find("maybe"), std::string::npos);
 }
 
 TEST(Recognize, WrongTypesAreIgnoredNotFatal) {
@@ -124,7 +124,7 @@ TEST(Printable, ReplacesControlCharactersAndTruncates) {
 TEST(Recognize, EveryTableKeyIsKnownAndEverySizingKeyMakesATrainingPod) {
   for (const auto& row : annotation_table()) {
     auto r = recognize(pod(nullptr, {{std::string(row.key), row.kind == AnnotationKind::kBool ? "true" : "1"}}), cfg);
-    for (const auto& w : r.warnings) EXPECT_EQ(w.find("unknown annotation"), std::string::npos) << row.key;
+    for (const auto& w : r.warnings) EXPECT_EQ(w.text.find("unknown annotation"), std::string::npos) << row.key;
     EXPECT_EQ(r.verdict == Verdict::kTraining, row.sizing || row.key == kInjectKey) << row.key;
     EXPECT_EQ(find_annotation(row.key), &row);
   }

@@ -22,7 +22,9 @@ TEST(Templates, PodIsItsOwnTemplate) {
   auto t = find_templates(pod);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].pointer, "");
-  EXPECT_EQ(t[0].path, "(pod)");
+  EXPECT_EQ(t[0].template_kind, TemplateKind::kPod);
+  EXPECT_EQ(t[0].path, "");
+  EXPECT_EQ(t[0].display_path(), "(pod)");
 }
 
 TEST(Templates, WorkloadKinds) {

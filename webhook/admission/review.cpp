@@ -39,10 +39,9 @@ const Keep kReview{{{"apiVersion", nullptr}, {"kind", nullptr}, {"request", &kRe
 
 AdmissionOutcome bad_request(std::string msg) {
   AdmissionOutcome o;
-  o.http_status = 400;
   o.decision = Decision::kRejected;
   o.reason = "bad-request";
-  o.body = std::move(msg);
+  o.error = std::move(msg);
   return o;
 }
 
@@ -170,7 +169,7 @@ void decide(const json& req, const config::Config& cfg, AdmissionOutcome& o, std
   }
   auto r = inject::inject_pod(pod, cfg);
   o.reason = r.reason;
-  o.warnings = r.warnings;
+  o.warnings = r.texts();
   if (r.sizing && r.sizing->source == sizing::SizeSource::kFormula)
     o.procs = std::to_string(r.sizing->procs) + " from " +
               (r.sizing->procs_source.empty() ? std::string("default") : r.sizing->procs_source);
@@ -209,7 +208,6 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
   if (uid.empty()) return bad_request("request.uid must be a non-empty string");
 
   AdmissionOutcome o;
-  o.is_review = true;
   o.uid = uid;
   o.namespace_name = str_field(req, "namespace");
   o.pod = str_field(req, "name");

@@ -1,5 +1,5 @@
 // AdmissionReview codec and handler: request body -> response body and the facts the server
-// logs and counts. It knows HTTP status codes for bad bodies, nothing else of HTTP; no logging.
+// logs and counts. Knows nothing of HTTP (the server maps a kRejected body to its 400); no logging.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +17,7 @@ const char* decision_name(Decision d);
 
 // What one admission call produced, for the HTTP layer, the log and the metrics.
 struct AdmissionOutcome {
-  int http_status = 200;
-  std::string body;           // the AdmissionReview response, or an error message
-  bool is_review = false;     // body is an AdmissionReview (status 200)
+  std::string body;           // the AdmissionReview response; "" when the body was no review (kRejected)
   std::string uid;
   std::string namespace_name;
   std::string pod;            // name, or generateName + "*" for controller-made pods
@@ -29,7 +27,7 @@ struct AdmissionOutcome {
   std::string procs;          // "2 from PET_NPROC_PER_NODE" when the formula sized the pod
   std::vector<std::string> warnings;
   std::uint64_t size_bytes = 0;
-  std::string error;          // internal error text, when decision is kError
+  std::string error;          // why: the engine's internal error (kError), or what is wrong with the body (kRejected)
 };
 
 // Standard base64 with padding.

@@ -23,6 +23,16 @@ inline const nlohmann::json* object_at(const nlohmann::json& parent, const char*
   return c && c->is_object() ? c : nullptr;
 }
 
+// The member `key` when it is an array, else an empty array: for a range-for over a list.
+inline const nlohmann::json& array_items(const nlohmann::json& parent, const char* key) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  const nlohmann::json* c = child(parent, key);
+  return c && c->is_array() ? *c : kEmpty;
+}
+inline const nlohmann::json& array_items(const nlohmann::json* parent, const char* key) {
+  return parent ? array_items(*parent, key) : array_items(nlohmann::json(), key);
+}
+
 // The member `key` when it is a string, else "".
 inline std::string str_field(const nlohmann::json& obj, const char* key) {
   const nlohmann::json* c = child(obj, key);

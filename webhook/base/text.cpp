@@ -29,6 +29,12 @@ Result<std::string> read_file(const std::string& path) {
   }
 }
 
+std::string_view trim_end(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' || text.back() == '\t'))
+    text.remove_suffix(1);
+  return text;
+}
+
 std::string printable(std::string_view value, std::size_t max) {
   std::string out;
   for (char c : value) {

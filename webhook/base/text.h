@@ -14,6 +14,9 @@ namespace shmguard {
 // The whole of a file, as bytes; the failure is "PATH: cannot read: REASON".
 Result<std::string> read_file(const std::string& path);
 
+// `text` without the spaces, tabs and line breaks at its end.
+std::string_view trim_end(std::string_view text);
+
 // A value safe to echo in a warning: control characters replaced, at most `max` characters.
 std::string printable(std::string_view value, std::size_t max = 40);
 

@@ -20,6 +20,7 @@
 #include "cli/exit_codes.h"
 #include "cli/review.h"
 #include "cli/review_parts.h"
+#include "kube/access.h"
 
 namespace shmguard::cli {
 namespace {
@@ -56,16 +57,6 @@ Result<ApiServer> locate(const ReviewArgs& a) {
   s.ca_file = a.ca_file.empty() ? std::string(kServiceAccountDir) + "ca.crt" : a.ca_file;
   s.token_file = a.token_file.empty() ? std::string(kServiceAccountDir) + "token" : a.token_file;
   return s;
-}
-
-// Read on every attempt: the kubelet rotates a projected token in place.
-Result<std::string> read_token(const std::string& path) {
-  auto text = read_file(path);
-  if (!text) return Failure{text.error() + " (the service account token)"};
-  std::string t = std::move(*text);
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  if (t.empty()) return Failure{path + ": the token is empty"};
-  return t;
 }
 
 // `299 - "text"` (RFC 7234, as the API server sends admission warnings) -> text.
@@ -120,7 +111,7 @@ Attempt classify(const httplib::Result& res, httplib::SSLClient& cli, const ApiS
 }
 
 Attempt ask(const ApiServer& api, const ReviewArgs& a, const json& pod, int timeout_s) {
-  auto token = read_token(api.token_file);
+  auto token = kube::read_token(api.token_file, "the service account token");  // read on every attempt: it rotates
   if (!token) return {Attempt::Kind::kRefused, token.error(), {}};
   httplib::SSLClient cli(api.url.host, api.url.port);
   cli.set_ca_cert_path(api.ca_file);

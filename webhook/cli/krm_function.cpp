@@ -38,7 +38,7 @@ std::optional<std::size_t> item_index(const std::string& pointer) {
 json result_for(const json& list, const manifests::TemplateReport& r, const std::string& severity,
                 const std::string& message) {
   json res = {{"message", message}, {"severity", severity}};
-  auto idx = item_index(r.pointer);
+  auto idx = item_index(r.ref.pointer);
   const json* item = nullptr;
   if (idx && list.contains("items") && list["items"].is_array() && *idx < list["items"].size())
     item = &list["items"][*idx];
@@ -57,7 +57,7 @@ json result_for(const json& list, const manifests::TemplateReport& r, const std:
       res["file"] = {{"path", path}};
       if (auto n = sizing::parse_count(index)) res["file"]["index"] = *n;
     }
-    std::string field = r.path;
+    std::string field = r.ref.path;
     if (field.rfind("items[", 0) == 0) {
       auto close = field.find(']');
       field = close + 1 < field.size() ? field.substr(close + 2) : std::string();
@@ -72,7 +72,7 @@ std::vector<json> results_for(const json& list, const manifests::TemplateReport&
   const auto& res = r.result;
   if (res.mutated()) out.push_back(result_for(list, r, "info", r.summary_done()));
   if (res.too_small) out.push_back(result_for(list, r, "warning", r.summary_planned()));
-  for (const auto& w : res.warnings) out.push_back(result_for(list, r, "warning", w));
+  for (const auto& w : res.warnings) out.push_back(result_for(list, r, "warning", w.text));
   return out;
 }
 
@@ -98,9 +98,10 @@ void append_yaml(std::string& out, const json& v, int indent, bool in_seq_item) 
 
 // Block YAML with results from an earlier function as its last key: ours go after them. Block YAML
 // without results: a `results:` key after the last one, nothing else moves. Otherwise (JSON, flow
-// style, results elsewhere): the whole list as JSON.
-int write_list(const manifests::YamlDocument& doc, const json& list, const json& results, bool had_results,
-               std::string body, std::ostream& out, std::ostream& err) {
+// style, results elsewhere): the whole list as JSON, `list` with the templates' patches applied
+// (what `body`, the edited text, reads back as).
+int write_list(const manifests::YamlDocument& doc, json& list, const std::vector<manifests::TemplateReport>& reports,
+               const json& results, bool had_results, std::string body, std::ostream& out, std::ostream& err) {
   const auto& pairs = doc.root->pairs;
   const manifests::YamlNode* prior = !pairs.empty() && pairs.back().first->value == "results" ? pairs.back().second : nullptr;
   const bool block = !doc.root->flow;
@@ -124,15 +125,17 @@ int write_list(const manifests::YamlDocument& doc, const json& list, const json&
     out << body;
     return kExitOk;
   }
-  manifests::YamlDocument outdoc;
-  auto parsed = manifests::parse_document(body, outdoc);
-  auto j = parsed ? manifests::to_json(outdoc.root, body.size() * 16 + 4096) : Failure{parsed.error()};
-  if (!j) {
-    err << "shmguard fn: internal error: " << j.error() << "\n";
+  json patch = json::array();
+  for (const auto& r : reports)
+    if (r.result.mutated()) manifests::append_in_document(r.ref.pointer, r.result.patch, patch);
+  try {
+    list.patch_inplace(patch);  // the runner applied the same patches to the same items
+  } catch (const json::exception& e) {
+    err << "shmguard fn: internal error: " << e.what() << "\n";
     return kExitFunctionError;
   }
-  (*j)["results"] = results;
-  out << j->dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  list["results"] = results;
+  out << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   return kExitOk;
 }
 
@@ -167,7 +170,7 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
   for (const auto& r : runner.reports())
     for (auto& res : results_for(*list, r)) results.push_back(std::move(res));
 
-  return write_list(doc, *list, results, had_results, mutated.str(), out, err);
+  return write_list(doc, *list, runner.reports(), results, had_results, mutated.str(), out, err);
 }
 
 void add_fn(CLI::App& app, Outcome& out) {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "base/json_fields.h"
 #include "base/parallel.h"
 
 namespace shmguard::cli {
@@ -29,20 +30,25 @@ constexpr int kListPage = 500;
 // GETs the list at `path` (with or without a query) page by page, each parsed by `parse` and given to
 // `take`. A transport failure or a page that is not JSON is a Failure naming `what`; an HTTP error
 // comes back as the Response, for the caller to say which permission it wants.
+// One page of the list at `path`: from the start, or from `next`, the previous page's continue token.
+std::string page_path(const std::string& path, const std::string& next) {
+  std::string p = path + (path.find('?') == std::string::npos ? "?" : "&") + "limit=" + std::to_string(kListPage);
+  return next.empty() ? p : p + "&continue=" + url_encode(next);
+}
+
 template <typename Take>
 Result<std::optional<kube::Response>> list_pages(const kube::Access& api, const std::string& path, int timeout_s,
                                                  const char* what, json (*parse)(const std::string&), Take&& take) {
   std::string next;
   do {
-    auto r = kube::get(api, path + (path.find('?') == std::string::npos ? "?" : "&") + "limit=" + std::to_string(kListPage) + (next.empty() ? "" : "&continue=" + url_encode(next)),
-                       timeout_s, true);
+    auto r = kube::get(api, page_path(path, next), timeout_s, true);
     if (!r) return r.failure_part();
     if (r->status != 200) return std::optional<kube::Response>(std::move(*r));
     const json page = parse(r->text);
     if (page.is_null()) return Failure{std::string("listing ") + what + ": the API server's answer is not JSON"};
     take(page);
-    const json* md = page.contains("metadata") ? &page["metadata"] : nullptr;
-    next = md && md->is_object() && md->contains("continue") && (*md)["continue"].is_string() ? (*md)["continue"].get<std::string>() : "";
+    const json* md = object_at(page, "metadata");
+    next = md ? str_field(*md, "continue") : "";
   } while (!next.empty());
   return std::optional<kube::Response>();
 }

@@ -74,7 +74,7 @@ void render_json(std::ostream& os, const std::vector<Record>& records, const Tot
   json items = json::array();
   for (const auto& r : records) {
     json w = json::array();
-    for (const auto& [line, msg] : r.warnings) w.push_back({{"line", line}, {"message", msg}});
+    for (const auto& x : r.warnings) w.push_back({{"line", x.line}, {"message", x.text}});
     json findings = json::array();
     for (const auto& fd : r.findings)
       findings.push_back({{"rule", rule_name(fd.rule)}, {"line", fd.line}, {"message", fd.message},
@@ -287,9 +287,9 @@ Record make_record(const manifests::TemplateReport& rep) {
   Record r;
   r.file = rep.file;
   r.line = rep.line;
-  r.kind = rep.kind;
-  r.name = rep.name;
-  r.path = rep.path;
+  r.kind = rep.ref.kind;
+  r.name = rep.ref.name;
+  r.path = rep.ref.display_path();
   r.decision = rep.summary_planned();
   r.reason = rep.result.reason;
   const auto& res = rep.result;
@@ -300,15 +300,13 @@ Record make_record(const manifests::TemplateReport& rep) {
     r.procs_source = res.sizing->procs_source;
   }
   if (res.existing_size) r.existing = sizing::format_quantity(*res.existing_size);
-  for (std::size_t i = 0; i < res.warnings.size(); ++i) {
-    int line = i < rep.warning_lines.size() ? rep.warning_lines[i] : rep.line;
-    r.warnings.emplace_back(line, res.warnings[i]);
-  }
+  r.warnings = res.warnings;
+  for (auto& w : r.warnings) w.line = w.line ? w.line : r.line;  // one not placed points at the template
   if (res.action == inject::Action::kInjected) r.findings.push_back({Rule::kMissing, r.line, r.decision});
   if (res.too_small) r.findings.push_back({Rule::kTooSmall, r.line, r.decision});
   if (res.stale) r.findings.push_back({Rule::kStale, r.line, r.decision});
-  for (const auto& [line, msg] : r.warnings) r.findings.push_back({Rule::kWarning, line, msg});
-  for (const auto& [line, msg] : rep.rejected) r.findings.push_back({Rule::kRejected, line, msg});
+  for (const auto& w : r.warnings) r.findings.push_back({Rule::kWarning, w.line, w.text});
+  for (const auto& w : rep.rejected) r.findings.push_back({Rule::kRejected, w.line, w.text});
   return r;
 }
 
@@ -316,7 +314,7 @@ void render_text_record(std::ostream& os, const Record& r) {
   os << r.file << ":" << r.line << " " << subject(r) << " -> " << r.decision;
   if (!r.procs_source.empty()) os << " (" << r.procs << (r.procs == 1 ? " proc" : " procs") << " from " << r.procs_source << ")";
   os << "\n";
-  for (const auto& [line, msg] : r.warnings) os << r.file << ":" << line << ": warning: " << msg << "\n";
+  for (const auto& w : r.warnings) os << r.file << ":" << w.line << ": warning: " << w.text << "\n";
   for (const auto& f : r.findings)
     if (f.rule == Rule::kRejected) os << r.file << ":" << f.line << ": error: " << f.message << "\n";
 }

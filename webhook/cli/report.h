@@ -70,7 +70,7 @@ struct Record {
   std::string sizing;    // the arithmetic behind `size` (shmguard.io/sizing), when computed
   std::uint64_t procs = 0;   // processes found for the pod (0: no size was computed)
   std::string procs_source;  // what gave them ("" for the default of 1)
-  std::vector<std::pair<int, std::string>> warnings;  // line, message
+  std::vector<inject::Warning> warnings;  // placed at their lines
   std::vector<Finding> findings;
   bool failed = false;
 };

@@ -29,15 +29,6 @@ namespace {
 using nlohmann::json;
 
 // The pod a controller would create from a template, as the API server sends it for admission.
-json pod_for(const manifests::TemplateReport& r) {
-  manifests::TemplateRef ref;
-  ref.path = r.path;
-  ref.name = r.name;
-  ref.training_kind = r.training_kind;
-  ref.owner_procs = r.owner_procs;
-  ref.mpi_launcher = r.mpi_launcher;
-  return manifests::operator_pod(r.object, ref);
-}
 
 json review_for(const json& pod, const std::string& ns, std::size_t n) {
   return {{"apiVersion", "admission.k8s.io/v1"},
@@ -217,7 +208,8 @@ Result<std::vector<PodToReview>> pods_to_review(const ReviewArgs& a) {
   if (runner.reports().empty()) return Failure{"no pod templates found"};
   std::vector<PodToReview> pods;
   for (const auto& r : runner.reports()) {
-    pods.push_back({r.file, r.kind, r.name, r.path, r.line, r.namespace_name, pod_for(r)});
+    pods.push_back({r.file, r.ref.kind, r.ref.name, r.ref.display_path(), r.line, r.ref.namespace_name,
+                    manifests::operator_pod(r.object, r.ref)});
   }
   return pods;
 }

@@ -23,6 +23,7 @@ struct Candidate {
   std::string where;   // " in container train", for warnings
   std::string raw;     // the value as written (after env references are resolved)
   std::uint64_t gpus = 0;  // GPUs this source knows of beside the pod's limits (the owner's per node)
+  bool value_from = false;  // an env var set by valueFrom: no value here (`raw` shows "(valueFrom)")
 };
 
 // "value" as warnings show it (GCC 12 warns, wrongly, about `"\"" + std::string`: built in steps).
@@ -123,10 +124,11 @@ std::optional<Candidate> env_value(const json& container) {
   for (const auto& e : *env) {
     if (str_field(e, "name") != kProcsEnv) continue;
     const json* v = child(e, "value");
+    const bool value_from = !(v && v->is_string()) && child(e, "valueFrom");
     std::string raw = v && v->is_string() ? expand_env(v->get<std::string>(), container)
-                      : child(e, "valueFrom")   ? "(valueFrom)"
-                                                : "";
-    return Candidate{std::string(kProcsEnv), " in container " + container_name(container), raw};
+                      : value_from          ? "(valueFrom)"
+                                            : "";
+    return Candidate{std::string(kProcsEnv), " in container " + container_name(container), raw, 0, value_from};
   }
   return std::nullopt;
 }
@@ -153,7 +155,12 @@ Gpus gpu_limit(const json& spec) {
 }
 
 // A candidate's value as a count; nullopt with `why` when it gives none here.
-std::optional<std::uint64_t> resolve(const std::string& raw, std::uint64_t gpus, std::string& why) {
+std::optional<std::uint64_t> resolve(const Candidate& cand, std::uint64_t gpus, std::string& why) {
+  const std::string& raw = cand.raw;
+  if (cand.value_from) {
+    why = "comes from valueFrom, unknown at admission";
+    return std::nullopt;
+  }
   if (auto n = sizing::parse_count(raw)) {
     if (*n > 0) return std::min<std::uint64_t>(*n, kMaxProcs);
     why = "must be at least 1";
@@ -163,7 +170,6 @@ std::optional<std::uint64_t> resolve(const std::string& raw, std::uint64_t gpus,
   if (raw == "gpu") why = "means one process per GPU, and the pod has no nvidia.com/gpu limit";
   else if (raw == "cpu") why = "means one process per CPU of the node, whatever its GPUs: unknown at admission";
   else if (raw == "auto") why = "on a pod without GPUs means one process per CPU of the node, unknown at admission";
-  else if (raw == "(valueFrom)") why = "comes from valueFrom, unknown at admission";
   else why = "is not a number";
   return std::nullopt;
 }
@@ -234,7 +240,7 @@ ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation
   }
   for (const auto& cand : candidates) {
     std::string why;
-    auto n = resolve(cand.raw, std::max(gpus.count, cand.gpus), why);
+    auto n = resolve(cand, std::max(gpus.count, cand.gpus), why);
     if (!r.source.empty()) {
       // A lower source that would start more processes than shmguard sizes for.
       if (n && *n > r.count)

@@ -14,13 +14,22 @@ namespace shmguard::inject {
 
 enum class Verdict { kTraining, kOptedOut, kHostIPC, kNotTraining };
 
-// Warnings for the user, each with the annotation it is about (offline, its line is reported).
+// A warning for the user: what it says, the annotation it is about ("" for none) and, offline, the
+// line it points at (0 until the offline runner places it: the annotation's, else the template's).
+struct Warning {
+  std::string text;
+  std::string about;
+  int line = 0;
+};
+
+// The engine's warnings, in the order they were found; every output reads this one list.
 struct Warnings {
-  std::vector<std::string> warnings;
-  std::vector<std::string> warning_about;  // per warning: the annotation key it is about, or ""
-  void warn(std::string message, std::string_view about = {}) {
-    warnings.push_back(std::move(message));
-    warning_about.emplace_back(about);
+  std::vector<Warning> warnings;
+  void warn(std::string text, std::string_view about = {}) { warnings.push_back({std::move(text), std::string(about)}); }
+  std::vector<std::string> texts() const {
+    std::vector<std::string> out;
+    for (const auto& w : warnings) out.push_back(w.text);
+    return out;
   }
 };
 

@@ -34,10 +34,17 @@ Result<std::string> read_file(const std::string& path, const std::string& what) 
   return text;
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
+}  // namespace
+
+Result<std::string> read_token(const std::string& path, const std::string& what) {
+  auto text = read_file(path, what);
+  if (!text) return text.failure_part();
+  const std::string_view token = trim_end(*text);
+  if (token.empty()) return Failure{what + ": " + path + ": the token is empty"};
+  return std::string(token);
 }
+
+namespace {
 
 Result<std::string> base64(const std::string& text, const std::string& what) {
   std::string in;
@@ -186,9 +193,9 @@ Result<Access> from_kubeconfig(const fs::path& file, const std::string& context_
   a.client_key_pem = *key;
   if (user["token"]) a.token = user["token"].as<std::string>();
   if (user["tokenFile"]) {
-    auto t = read_file(user["tokenFile"].as<std::string>(), a.where + ": tokenFile");
+    auto t = read_token(user["tokenFile"].as<std::string>(), a.where + ": tokenFile");
     if (!t) return t.failure_part();
-    a.token = trim(*t);
+    a.token = std::move(*t);
   }
   if (user["exec"])
     if (auto s = run_exec(user["exec"], a, a.where); !s) return s.failure_part();
@@ -204,10 +211,10 @@ Result<Access> in_cluster() {
   a.port = std::atoi(port);
   auto ca = read_file(std::string(kServiceAccountDir) + "ca.crt", "service account CA");
   if (!ca) return ca.failure_part();
-  auto token = read_file(std::string(kServiceAccountDir) + "token", "service account token");
+  auto token = read_token(std::string(kServiceAccountDir) + "token", "service account token");
   if (!token) return token.failure_part();
   a.ca_pem = *ca;
-  a.token = trim(*token);
+  a.token = std::move(*token);
   return a;
 }
 
@@ -325,9 +332,8 @@ Access at_kubelet(const Access& a, const std::string& host, int port, const std:
 std::string error_message(const Response& r) {
   if (r.body.is_object() && r.body.contains("message") && r.body["message"].is_string())
     return r.body["message"].get<std::string>();
-  std::string t = r.text.substr(0, 300);
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t.empty() ? "HTTP " + std::to_string(r.status) : t;
+  const std::string_view t = trim_end(std::string_view(r.text).substr(0, 300));
+  return t.empty() ? "HTTP " + std::to_string(r.status) : std::string(t);
 }
 
 }  // namespace shmguard::kube

@@ -22,6 +22,11 @@ struct Access {
   std::string token;
 };
 
+// A bearer token file (a kubeconfig's tokenFile, a service account's projected token): read whole,
+// the line break at its end dropped. Read on every use where the kubelet rotates it in place. The
+// failure names `what` and the file; an empty token is one.
+Result<std::string> read_token(const std::string& path, const std::string& what);
+
 // `kubeconfig`/`context`: the flags ("" for the defaults).
 Result<Access> load_access(const std::string& kubeconfig, const std::string& context);
 

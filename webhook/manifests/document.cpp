@@ -173,8 +173,8 @@ Status DocumentWorker::analyze(const Place& at, int index, json& doc, DocumentOu
   // Written out, the document would pass on what kubectl refuses: mutate stops instead.
   for (const auto& rep : out.reports) {
     if (rep.rejected.empty()) continue;
-    auto refused = Failure{rep.file + ":" + std::to_string(rep.rejected.front().first) + ": " +
-                                   rep.rejected.front().second};
+    auto refused = Failure{rep.file + ":" + std::to_string(rep.rejected.front().line) + ": " +
+                                   rep.rejected.front().text};
     out.reports.clear();  // the document is refused as a whole: no report for its templates
     return refused;
   }
@@ -190,14 +190,8 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
   rep.document = index;
   const YamlNode* tnode = resolve(ydoc_.root, ref.pointer);
   rep.line = at.raw.first_line + (tnode ? tnode->line : ydoc_.root->line) - 1;
-  rep.kind = ref.kind;
-  rep.name = ref.name;
-  rep.path = ref.path;
-  rep.pointer = ref.pointer;
-  rep.namespace_name = ref.namespace_name;
-  rep.training_kind = ref.training_kind;
-  rep.owner_procs = ref.owner_procs;
-  rep.mpi_launcher = ref.mpi_launcher;
+  rep.ref = ref;
+  rep.ref.node = nullptr;  // the document does not outlive this worker's turn
   const json& tmpl = *ref.node;  // find_templates(doc) found it
   // A shmguard.io/ annotation the API server would refuse (a number or bool) is a finding, and is
   // not sized by: the pod that reaches a cluster cannot carry it.
@@ -217,19 +211,17 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
                                    .mpi_launcher = ref.mpi_launcher});
   if (opts_.keep_objects) rep.object = tmpl;
   check_annotation_types(tmpl, rep, at.raw.first_line);
-  rep.warning_lines = warning_lines(rep, at.raw.first_line);
+  place_warnings(rep, at.raw.first_line);
   std::size_t budget = node_budget_;
   std::vector<std::pair<int, std::string>> dups;
   duplicate_keys(tnode, at.raw.first_line, budget, dups);
-  for (auto& [line, msg] : dups) {  // the line is the repeat's own, not an annotation's
-    rep.result.warn(std::move(msg));
-    rep.warning_lines.push_back(at.raw.first_line + line - 1);
-  }
+  for (auto& [line, msg] : dups)  // the line is the repeat's own, not an annotation's
+    rep.result.warnings.push_back({std::move(msg), "", at.raw.first_line + line - 1});
   return rep;
 }
 
 int DocumentWorker::annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const {
-  const YamlNode* ann = resolve(ydoc_.root, rep.pointer + "/metadata/annotations");
+  const YamlNode* ann = resolve(ydoc_.root, rep.ref.pointer + "/metadata/annotations");
   if (ann && !key.empty() && ann->kind == YamlNode::Kind::kMap) {
     for (const auto& [k, v] : ann->pairs)
       if (k->kind == YamlNode::Kind::kScalar && k->value == key) return first_line + k->line - 1;
@@ -237,10 +229,9 @@ int DocumentWorker::annotation_line(const TemplateReport& rep, const std::string
   return rep.line;
 }
 
-std::vector<int> DocumentWorker::warning_lines(const TemplateReport& rep, int first_line) const {
-  std::vector<int> lines;
-  for (const auto& about : rep.result.warning_about) lines.push_back(annotation_line(rep, about, first_line));
-  return lines;
+// Each warning at the line of the annotation it is about, else the template's.
+void DocumentWorker::place_warnings(TemplateReport& rep, int first_line) const {
+  for (auto& w : rep.result.warnings) w.line = annotation_line(rep, w.about, first_line);
 }
 
 // Annotation values must be strings; YAML reads `64` and `true` as a number and a bool, and the
@@ -255,7 +246,7 @@ void DocumentWorker::check_annotation_types(const json& tmpl, TemplateReport& re
     std::string msg = "annotation " + printable(key, 80) + ": " + value.dump() + " is " +
                       (value.is_boolean() ? "a bool" : "a number") +
                       "; kubectl would reject it (annotation values must be strings): quote it";
-    if (key.starts_with("shmguard.io/")) rep.rejected.emplace_back(annotation_line(rep, key, first_line), std::move(msg));
+    if (key.starts_with("shmguard.io/")) rep.rejected.push_back({std::move(msg), key, annotation_line(rep, key, first_line)});
     else rep.result.warn(std::move(msg), key);
   }
 }
@@ -282,11 +273,8 @@ Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, json& 
   json combined = json::array();
   for (const auto& rep : reports) {
     if (!rep.result.mutated()) continue;
-    patches.push_back({rep.pointer, &rep.result.patch});
-    for (auto op : rep.result.patch) {
-      op["path"] = rep.pointer + op["path"].get<std::string>();
-      combined.push_back(std::move(op));
-    }
+    patches.push_back({rep.ref.pointer, &rep.result.patch});
+    append_in_document(rep.ref.pointer, rep.result.patch, combined);
   }
   auto edit = edit_in_place(raw.text, ydoc_, patches);
   if (!edit) return edit;
@@ -318,8 +306,8 @@ Status DocumentWorker::reemit(const Place& at, DocumentOutcome& out) {
     return Failure{at(0) + ": document expands to too many nodes (alias expansion?)"};
   for (const auto& rep : out.reports) {
     if (!rep.result.mutated()) continue;
-    if (auto applied = apply_patch(ydoc_, rep.pointer, rep.result.patch); !applied)
-      return Failure{at(0) + ": internal error applying the patch to " + rep.path + ": " + applied.error()};
+    if (auto applied = apply_patch(ydoc_, rep.ref.pointer, rep.result.patch); !applied)
+      return Failure{at(0) + ": internal error applying the patch to " + rep.ref.display_path() + ": " + applied.error()};
   }
   if (opts_.format == OutputFormat::kJson) return set_json(at, out);
   auto text = emit_yaml(ydoc_.root, node_budget_ * 2);

@@ -25,20 +25,12 @@ struct TemplateReport {
   std::string file;
   int document = 0;  // 1-based index within the file
   int line = 0;      // line of the template's first key (the document's, for a Pod)
-  std::string kind;
-  std::string name;
-  std::string path;
-  std::string pointer;  // JSON pointer of the template within its document
-  inject::InjectResult result;
-  std::vector<int> warning_lines;  // per warning: the line of the annotation it is about, else `line`
-  // shmguard.io annotations the API server would refuse (a number or bool where a string must be):
-  // line and message. The webhook never sees these (the API server refuses them first).
-  std::vector<std::pair<int, std::string>> rejected;
+  TemplateRef ref;   // where the template is and what owns it (its `node` cleared: the document is gone)
+  inject::InjectResult result;  // its warnings placed: each one's line set
+  // shmguard.io annotations the API server would refuse (a number or bool where a string must be),
+  // placed at their lines. The webhook never sees these (the API server refuses them first).
+  std::vector<inject::Warning> rejected;
   std::string reemitted_because;   // why the document was re-emitted instead of edited in place
-  std::string namespace_name;      // metadata.namespace of the resource that owns the template
-  bool training_kind = false;      // inside a Kubeflow training kind (its operator labels the pods)
-  std::optional<inject::OwnerProcs> owner_procs;  // the owner's nprocPerNode / numProcPerNode
-  bool mpi_launcher = false;  // an MPI job's launcher (TemplateRef::mpi_launcher)
   nlohmann::json object;           // the template itself, with keep_objects
 
   // The engine's summary as `check` words it, before anything is written: "would inject 12Gi",
@@ -78,7 +70,7 @@ class DocumentWorker {
   };
   Status analyze(const Place& at, int index, nlohmann::json& doc, DocumentOutcome& out);
   TemplateReport report_template(const Place& at, int index, const TemplateRef& ref) const;
-  std::vector<int> warning_lines(const TemplateReport& rep, int first_line) const;
+  void place_warnings(TemplateReport& rep, int first_line) const;
   int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
   void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;
   Status write_unchanged(const Place& at, DocumentOutcome& out);

@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "base/parallel.h"
 
@@ -71,51 +72,50 @@ Status OfflineRunner::commit(int index, const RawDocument& raw, DocumentOutcome&
     if (raw.text.starts_with('%')) out_ << "...\n";
     else if (raw.text.compare(0, 3, "---") != 0) out_ << "---\n";
   }
-  if (outcome.status) {
-    if (opts_.format == OutputFormat::kYaml) write(outcome.text, outcome.text_fixed);
-    if (opts_.format == OutputFormat::kJson && !outcome.text.empty()) write_json_document(outcome.text);
-  }
+  if (!outcome.status) return std::move(outcome.status);  // its templates were not written: no report says so
+  if (opts_.format == OutputFormat::kYaml) write(outcome.text, outcome.text_fixed);
+  if (opts_.format == OutputFormat::kJson && !outcome.text.empty()) write_json_document(outcome.text);
   for (auto& rep : outcome.reports) {
     if (sink_) sink_(rep);
     else reports_.push_back(std::move(rep));
   }
-  return std::move(outcome.status);
+  return Ok{};
 }
 
-void OfflineRunner::write_json_document(const std::string& doc) {
-  // JSON strings never hold a raw newline, so re-indenting line starts is safe.
-  std::string text;
-  for (char c : doc) {
-    text += c;
-    if (c == '\n') text += "    ";
-  }
-  ++json_docs_;
-  if (json_docs_ == 1) {
-    first_json_ = text;
+namespace {
+
+// A document as a List item: JSON strings never hold a raw newline, so indenting line starts is safe.
+void write_item(std::ostream& out, const std::string& doc) {
+  std::size_t from = 0;
+  for (std::size_t nl; (nl = doc.find('\n', from)) != std::string::npos; from = nl + 1)
+    out << "    " << std::string_view(doc).substr(from, nl + 1 - from);
+  out << "    " << std::string_view(doc).substr(from);
+}
+
+}  // namespace
+
+// One document is written alone; from the second on, every one is an item of a List. So the
+// first is held until the second (or the end) says which.
+void OfflineRunner::write_json_document(std::string& doc) {
+  if (++json_docs_ == 1) {
+    first_json_ = std::move(doc);
     return;
   }
   if (json_docs_ == 2) {
-    out_ << "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [\n    " << first_json_;
+    out_ << "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [\n";
+    write_item(out_, first_json_);
     first_json_.clear();
   }
-  out_ << ",\n    " << text;
+  out_ << ",\n";
+  write_item(out_, doc);
 }
 
 void OfflineRunner::finish() {
   release_held(false);
   if (opts_.format != OutputFormat::kJson) return;
-  if (json_docs_ == 0) {
-    out_ << "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": []\n}\n";
-  } else if (json_docs_ == 1) {
-    std::string single;
-    for (std::size_t i = 0; i < first_json_.size(); ++i) {
-      single += first_json_[i];
-      if (first_json_[i] == '\n') i += 4;  // undo the List indentation
-    }
-    out_ << single << "\n";
-  } else {
-    out_ << "\n  ]\n}\n";
-  }
+  if (json_docs_ == 0) out_ << "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": []\n}\n";
+  else if (json_docs_ == 1) out_ << first_json_ << "\n";
+  else out_ << "\n  ]\n}\n";
 }
 
 void OfflineRunner::write(std::string& text, std::optional<std::string>& fixed) {

@@ -47,7 +47,7 @@ class OfflineRunner {
 
  private:
   Status commit(int index, const RawDocument& raw, DocumentOutcome& outcome);
-  void write_json_document(const std::string& text);
+  void write_json_document(std::string& text);
   void write(std::string& text, std::optional<std::string>& fixed);
   void release_held(bool more_follows);
 

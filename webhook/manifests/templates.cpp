@@ -140,7 +140,7 @@ void Walker::visit(const json& node, const Owner& inherited, std::size_t depth) 
   if (is_pod_template(node)) {
     // A runtime's dataset- and model-initializer steps run no DataLoader.
     const bool training = owner.training && (owner.step.empty() || owner.step == "trainer");
-    out.push_back({pointer, path.empty() ? "(pod)" : path, owner.kind, owner.name, owner.namespace_name,
+    out.push_back({path.empty() ? TemplateKind::kPod : TemplateKind::kTemplate, pointer, path, owner.kind, owner.name, owner.namespace_name,
                    training, owner.procs, owner.launcher, &node});
     return;
   }
@@ -163,8 +163,15 @@ bool is_training_kind(const std::string& api_version, const std::string& kind) {
   return false;
 }
 
+void append_in_document(const std::string& pointer, const json& patch, json& out) {
+  for (auto op : patch) {
+    op["path"] = pointer + op["path"].get<std::string>();
+    out.push_back(std::move(op));
+  }
+}
+
 json operator_pod(const json& tmpl, const TemplateRef& ref) {
-  if (ref.path == "(pod)") return tmpl;
+  if (ref.template_kind == TemplateKind::kPod) return tmpl;
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"spec", tmpl.value("spec", json::object())}};
   json md = tmpl.value("metadata", json::object());
   if (!md.is_object()) md = json::object();

@@ -10,9 +10,14 @@
 
 namespace shmguard::manifests {
 
+// What a template reference points at: a whole Pod document (or List item), or a pod template
+// inside another object.
+enum class TemplateKind { kPod, kTemplate };
+
 struct TemplateRef {
+  TemplateKind template_kind = TemplateKind::kTemplate;
   std::string pointer;     // JSON pointer to the template (an object with metadata/spec)
-  std::string path;        // human form: "spec.pytorchReplicaSpecs.Worker.template", "(pod)"
+  std::string path;        // human form: "spec.pytorchReplicaSpecs.Worker.template"; "" for a whole Pod
   std::string kind;        // kind of the resource that owns it (List items: the item's kind)
   std::string name;        // that resource's metadata.name (or generateName)
   std::string namespace_name;  // that resource's metadata.namespace
@@ -23,6 +28,9 @@ struct TemplateRef {
   // Trainer spec.mlPolicy.mpi.runLauncherAsNode).
   bool mpi_launcher = false;
   const nlohmann::json* node = nullptr;  // the template in the document searched (while it lives)
+
+  // `path` for people: "(pod)" for a whole Pod.
+  std::string display_path() const { return template_kind == TemplateKind::kPod ? "(pod)" : path; }
 };
 
 // Kubeflow Trainer's label naming the step a runtime's job runs; only "trainer" runs a DataLoader.
@@ -33,8 +41,12 @@ bool is_training_kind(const std::string& api_version, const std::string& kind);
 
 // The pod an operator creates from the template `tmpl` found at `ref`, as the API server sends it
 // for admission: a name, and for Kubeflow training kinds the job-name label (and a launcher's
-// job-role) and the PET_NPROC_PER_NODE env the operator adds. A whole Pod (`ref.path` "(pod)") is itself.
+// job-role) and the PET_NPROC_PER_NODE env the operator adds. A whole Pod (TemplateKind::kPod) is itself.
 nlohmann::json operator_pod(const nlohmann::json& tmpl, const TemplateRef& ref);
+
+// A template's JSON patch (inject_pod's, paths within the template) as a patch of the document
+// that holds it at `pointer`, appended to `out`.
+void append_in_document(const std::string& pointer, const nlohmann::json& patch, nlohmann::json& out);
 
 // Every pod template in `doc`: a Pod itself, the templates of workload kinds, List items,
 // and any pod-template-shaped object (an object whose spec has a containers list) elsewhere.

@@ -41,8 +41,12 @@ class Builder {
       if (!yaml_parser_parse(&parser, &ev)) {
         std::string why = parser.problem ? parser.problem : "unreadable";
         if (parser.context) why = std::string(parser.context) + ": " + why;
-        return Failure{"invalid YAML: " + why, static_cast<int>(parser.problem_mark.line) + 1,
-                       static_cast<int>(ParseFailure::kSyntax)};
+        // The reader (bad UTF-8, a control character) gives a byte offset and no mark.
+        const std::size_t end = std::min(parser.problem_offset, text.size());
+        const int at = parser.error == YAML_READER_ERROR
+                           ? static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n'))
+                           : static_cast<int>(parser.problem_mark.line);
+        return Failure{"invalid YAML: " + why, at + 1, static_cast<int>(ParseFailure::kSyntax)};
       }
       std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> ev_guard(&ev, yaml_event_delete);
       const int line = static_cast<int>(ev.start_mark.line) + 1;

@@ -20,26 +20,19 @@ std::uint64_t number(const json& o, const char* key) {
 
 // The name of the volume a regular container mounts at /dev/shm, or "".
 std::string shm_mount(const json& spec) {
-  const json* containers = child(spec, "containers");
-  if (!containers || !containers->is_array()) return "";
-  for (const auto& c : *containers) {
-    const json* mounts = child(c, "volumeMounts");
-    if (!mounts || !mounts->is_array()) continue;
-    for (const auto& m : *mounts)
+  for (const auto& c : array_items(spec, "containers"))
+    for (const auto& m : array_items(c, "volumeMounts"))
       if (str_field(m, "mountPath") == "/dev/shm" || str_field(m, "mountPath") == "/dev/shm/") return str_field(m, "name");
-  }
   return "";
 }
 
 // The controller that owns the pod; a Job's pods are named after a JobSet that made it.
 void set_owner(const json& pod_md, PodShm& p) {
-  if (const json* refs = child(pod_md, "ownerReferences"); refs && refs->is_array()) {
-    for (const auto& r : *refs) {
-      const json* ctl = child(r, "controller");
-      if (ctl && ctl->is_boolean() && ctl->get<bool>()) {
-        p.owner_kind = str_field(r, "kind");
-        p.owner_name = str_field(r, "name");
-      }
+  for (const auto& r : array_items(pod_md, "ownerReferences")) {
+    const json* ctl = child(r, "controller");
+    if (ctl && ctl->is_boolean() && ctl->get<bool>()) {
+      p.owner_kind = str_field(r, "kind");
+      p.owner_name = str_field(r, "name");
     }
   }
   const json* labels = child(pod_md, "labels");
@@ -140,16 +133,13 @@ json parse_node_list(const std::string& text) {
 
 std::vector<KubeletAddress> kubelet_addresses(const json& node_list) {
   std::vector<KubeletAddress> out;
-  const json* items = child(node_list, "items");
-  if (!items || !items->is_array()) return out;
-  for (const auto& n : *items) {
+  for (const auto& n : array_items(node_list, "items")) {
     const json* md = child(n, "metadata");
     const json* status = child(n, "status");
     KubeletAddress k;
     k.node = md ? str_field(*md, "name") : "";
-    const json* addresses = status ? child(*status, "addresses") : nullptr;
     for (const char* type : {"InternalIP", "Hostname", "ExternalIP"})
-      for (const auto& ad : addresses && addresses->is_array() ? *addresses : json::array())
+      for (const auto& ad : array_items(status, "addresses"))
         if (k.address.empty() && str_field(ad, "type") == type) k.address = str_field(ad, "address");
     const json* ep = status ? child(*status, "daemonEndpoints") : nullptr;
     const json* kubelet = ep ? child(*ep, "kubeletEndpoint") : nullptr;
@@ -169,9 +159,7 @@ json parse_summary(const std::string& text) {
 
 std::vector<PodShm> shm_pods(const json& pod_list) {
   std::vector<PodShm> out;
-  const json* items = child(pod_list, "items");
-  if (!items || !items->is_array()) return out;
-  for (const auto& pod : *items) {
+  for (const auto& pod : array_items(pod_list, "items")) {
     const json* status = child(pod, "status");
     if (!status || str_field(*status, "phase") != "Running") continue;
     const json* spec = child(pod, "spec");
@@ -179,9 +167,7 @@ std::vector<PodShm> shm_pods(const json& pod_list) {
     if (!spec || !md) continue;
     const std::string volume = shm_mount(*spec);
     if (volume.empty()) continue;
-    const json* volumes = child(*spec, "volumes");
-    if (!volumes || !volumes->is_array()) continue;
-    for (const auto& v : *volumes) {
+    for (const auto& v : array_items(*spec, "volumes")) {
       const json* ed = child(v, "emptyDir");
       if (str_field(v, "name") != volume || !ed || str_field(*ed, "medium") != "Memory") continue;
       PodShm p;
@@ -213,17 +199,14 @@ PodIndex index_pods(const std::vector<PodShm>& pods) {
 std::size_t apply_summary(std::vector<PodShm>& pods, const PodIndex& index, const std::string& node,
                           const json& summary) {
   std::size_t found = 0;
-  const json* stats = child(summary, "pods");
-  if (!stats || !stats->is_array()) return 0;
-  for (const auto& ps : *stats) {
+  for (const auto& ps : array_items(summary, "pods")) {
     const json* ref = child(ps, "podRef");
-    const json* volumes = child(ps, "volume");
-    if (!ref || !volumes || !volumes->is_array()) continue;
+    if (!ref) continue;
     const std::string uid = str_field(*ref, "uid");
     auto at = index.find(uid.empty() ? str_field(*ref, "namespace") + "/" + str_field(*ref, "name") : uid);
     if (at == index.end() || pods[at->second].node != node) continue;
     PodShm& pod = pods[at->second];
-    for (const auto& v : *volumes) {
+    for (const auto& v : array_items(ps, "volume")) {
       if (str_field(v, "name") != pod.volume) continue;
       const std::uint64_t cap = number(v, "capacityBytes"), avail = number(v, "availableBytes");
       if (cap == 0) continue;

@@ -5,6 +5,7 @@
 #include <openssl/err.h>
 
 #include <chrono>
+#include <iterator>
 
 #include "admission/review.h"
 #include "server/log.h"
@@ -114,91 +115,94 @@ Status WebhookServer::start() {
   return Ok{};
 }
 
-bool WebhookServer::health(const HttpRequest& req, HttpResponse& res) {
-  if (req.path == "/healthz") {
-    res.body = "ok\n";
-    return true;
+void WebhookServer::route(const Route* routes, std::size_t n, const char* not_found, const HttpRequest& req,
+                          HttpResponse& res) {
+  const char* allowed = nullptr;
+  for (const Route* r = routes; r != routes + n; ++r) {
+    if (req.path != r->path) continue;
+    if (req.method == r->method) return (this->*r->handler)(req, res);
+    if (!allowed) allowed = r->method;
   }
-  if (req.path == "/readyz") {
-    if (ready_) {
-      res.body = "ok\n";
-    } else {
-      res.status = 503;
-      res.body = "shutting down\n";
-    }
-    return true;
-  }
-  return false;
+  res.status = allowed ? 405 : 404;
+  res.body = allowed ? std::string("use ") + allowed + "\n" : not_found;
 }
 
-void WebhookServer::handle_http(const HttpRequest& req, HttpResponse& res) {
-  if (req.method != "GET" && req.method != "HEAD") {
-    res.status = 405;
-    res.body = "use GET\n";
-    return;
-  }
-  if (health(req, res)) return;
-  if (req.path == "/metrics") {
-    res.content_type = "text/plain; version=0.0.4";
-    res.body = metrics_.render();
-    return;
-  }
-  res.status = 404;
-  res.body = "not found\n";
-}
-
+// The webhook port: the API server's reviews, and health for whoever asks there.
 void WebhookServer::handle_https(const HttpRequest& req, HttpResponse& res) {
-  if (req.path != "/mutate") {
-    if (req.method == "GET" && health(req, res)) return;
-    res.status = 404;
-    res.body = "not found: POST /mutate\n";
-    metrics_.http_response(404);
-    return;
+  static constexpr Route kRoutes[] = {
+      {"POST", "/mutate", &WebhookServer::mutate},
+      {"GET", "/healthz", &WebhookServer::healthz},
+      {"GET", "/readyz", &WebhookServer::readyz},
+  };
+  route(kRoutes, std::size(kRoutes), "not found: POST /mutate\n", req, res);
+  metrics_.http_response(res.status);
+}
+
+// The plain port: probes and Prometheus, GET or HEAD.
+void WebhookServer::handle_http(const HttpRequest& req, HttpResponse& res) {
+  static constexpr Route kRoutes[] = {
+      {"GET", "/metrics", &WebhookServer::metrics}, {"HEAD", "/metrics", &WebhookServer::metrics},
+      {"GET", "/healthz", &WebhookServer::healthz}, {"HEAD", "/healthz", &WebhookServer::healthz},
+      {"GET", "/readyz", &WebhookServer::readyz},   {"HEAD", "/readyz", &WebhookServer::readyz},
+  };
+  route(kRoutes, std::size(kRoutes), "not found\n", req, res);
+}
+
+void WebhookServer::healthz(const HttpRequest&, HttpResponse& res) { res.body = "ok\n"; }
+
+void WebhookServer::readyz(const HttpRequest&, HttpResponse& res) {
+  if (ready_) {
+    res.body = "ok\n";
+  } else {
+    res.status = 503;
+    res.body = "shutting down\n";
   }
-  if (req.method != "POST") {
-    res.status = 405;
-    res.body = "use POST\n";
-    metrics_.http_response(405);
-    return;
-  }
+}
+
+void WebhookServer::metrics(const HttpRequest&, HttpResponse& res) {
+  res.content_type = "text/plain; version=0.0.4";
+  res.body = metrics_.render();
+}
+
+// POST /mutate. The HTTP form of an outcome is decided here: a body that is no AdmissionReview
+// is a 400 with the reason as text, anything else a 200 with the response review.
+void WebhookServer::mutate(const HttpRequest& req, HttpResponse& res) {
   auto start = Clock::now();
   if (!json_content_type(req.header("content-type"))) {
     res.status = 415;
     res.body = "Content-Type must be application/json\n";
     metrics_.admission("rejected", "content-type", 0, 0);
-    metrics_.http_response(415);
     return;
   }
-  auto cfg = config();
-  auto out = admission::handle_review(req.body, *cfg);
-  double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  res.status = out.http_status;
-  if (out.is_review) {
+  auto out = admission::handle_review(req.body, *config());
+  record(out, std::chrono::duration<double>(Clock::now() - start).count());
+  if (out.decision == admission::Decision::kRejected) {
+    res.status = 400;
+    res.body = out.error + "\n";
+  } else {
     res.content_type = "application/json";
     res.body = std::move(out.body);
-  } else {
-    res.body = out.body + "\n";
   }
+}
+
+void WebhookServer::record(const admission::AdmissionOutcome& out, double secs) {
   using admission::Decision;
   metrics_.admission(admission::decision_name(out.decision), out.reason, secs,
                      out.decision == Decision::kInjected || out.decision == Decision::kUpdated ? out.size_bytes : 0);
-  metrics_.http_response(out.http_status);
   // Injections are the audit trail (info); the many pods that are not training pods are debug.
   Level lvl = out.decision == Decision::kError      ? Level::kError
               : out.decision == Decision::kRejected ? Level::kWarn
               : out.decision == Decision::kSkipped  ? Level::kDebug
                                                     : Level::kInfo;
-  if (log_enabled(lvl)) {
-    LogLine line(lvl, "admission");
-    line.str("uid", out.uid).str("namespace", out.namespace_name).str("pod", out.pod);
-    line.str("decision", admission::decision_name(out.decision)).str("reason", out.reason).num("latency_ms", secs * 1000.0);
-    if (!out.size.empty()) line.str("size", out.size);
-    if (!out.procs.empty()) line.str("procs", out.procs);
-    if (!out.warnings.empty()) line.list("warnings", out.warnings);
-    if (!out.error.empty()) line.str("error", out.error);
-    if (out.decision == Decision::kRejected) line.str("error", res.body.substr(0, 200));
-    line.emit();
-  }
+  if (!log_enabled(lvl)) return;
+  LogLine line(lvl, "admission");
+  line.str("uid", out.uid).str("namespace", out.namespace_name).str("pod", out.pod);
+  line.str("decision", admission::decision_name(out.decision)).str("reason", out.reason).num("latency_ms", secs * 1000.0);
+  if (!out.size.empty()) line.str("size", out.size);
+  if (!out.procs.empty()) line.str("procs", out.procs);
+  if (!out.warnings.empty()) line.list("warnings", out.warnings);
+  if (!out.error.empty()) line.str("error", out.error.substr(0, 200));
+  line.emit();
 }
 
 void WebhookServer::check_reload() {

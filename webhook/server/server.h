@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "admission/review.h"
 #include "config/config.h"
 #include "server/cert_store.h"
 #include "server/event_loop.h"
@@ -50,9 +51,23 @@ class WebhookServer {
   void check_reload();
   std::shared_ptr<const config::Config> config() const;
   Status setup_tls();
+  // A port's routes: the first row with the request's path and method answers it; a path in no
+  // row is a 404 (`not_found`), a path with other methods only a 405 ("use <method>").
+  using Handler = void (WebhookServer::*)(const HttpRequest&, HttpResponse&);
+  struct Route {
+    const char* method;
+    const char* path;
+    Handler handler;
+  };
+  void route(const Route* routes, std::size_t n, const char* not_found, const HttpRequest& req, HttpResponse& res);
   void handle_https(const HttpRequest& req, HttpResponse& res);
   void handle_http(const HttpRequest& req, HttpResponse& res);
-  bool health(const HttpRequest& req, HttpResponse& res);
+  void healthz(const HttpRequest& req, HttpResponse& res);
+  void readyz(const HttpRequest& req, HttpResponse& res);
+  void metrics(const HttpRequest& req, HttpResponse& res);
+  void mutate(const HttpRequest& req, HttpResponse& res);
+  // One admission told: counted in the metrics and written to the log, side by side.
+  void record(const admission::AdmissionOutcome& out, double seconds);
 
   ServeOptions opts_;
   CertStore certs_;

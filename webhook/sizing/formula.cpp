@@ -48,141 +48,172 @@ std::string headroom_text(std::uint32_t headroom_milli) {
   return s;
 }
 
+// ---- the arithmetic: numbers only ----
+
 namespace {
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
-}
-
-// shmguard.io/size: taken as given, clamped to max.
-void explicit_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
-  r.source = SizeSource::kExplicit;
-  r.need = r.bytes = *in.explicit_size;
-  r.explanation = "explicit shmguard.io/size " + format_quantity(*in.explicit_size);
-  if (r.bytes > cfg.max) {
-    r.bytes = cfg.max;
-    r.explanation += " clamped to max " + format_quantity(cfg.max);
-    r.warnings.push_back("shmguard.io/size " + format_human(*in.explicit_size) +
-                         " is above the configured max; using " + format_quantity(cfg.max));
-  }
-}
-
-// The arithmetic of the formula, in saturating 62-bit integers.
-struct Terms {
-  std::uint64_t prefetch, procs, batch, loader, nccl, need, rounded;
-  bool overflow;
-};
-
-Terms formula_terms(const SizingInput& in, const Params& cfg) {
+FormulaTerms formula_terms(const SizingInput& in, const Params& cfg, std::uint64_t procs, std::uint64_t& need) {
   Saturating s{kArithmeticLimit};
-  Terms t{};
+  FormulaTerms t;
   t.prefetch = in.prefetch_factor.value_or(cfg.prefetch_factor);
-  t.procs = in.procs.value_or(1);
   t.batch = s.mul(*in.batch_size, *in.sample_size);
   t.loader = s.mul(s.add(s.mul(*in.num_workers, t.prefetch), 2), t.batch);
-  const std::uint64_t scaled = with_headroom(s, s.mul(t.procs, t.loader), cfg.headroom_milli);
-  t.nccl = t.procs > 1 ? s.mul(t.procs, cfg.nccl_per_process) : 0;
-  t.need = s.add(s.add(scaled, t.nccl), cfg.base);
-  t.rounded = s.mul((t.need + kMi - 1) / kMi, kMi);
+  const std::uint64_t scaled = with_headroom(s, s.mul(procs, t.loader), cfg.headroom_milli);
+  t.nccl = procs > 1 ? s.mul(procs, cfg.nccl_per_process) : 0;
+  need = s.add(s.add(scaled, t.nccl), cfg.base);
+  t.rounded = s.mul((need + kMi - 1) / kMi, kMi);
   t.overflow = s.overflow;
   return t;
 }
 
 void formula_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
-  const Terms t = formula_terms(in, cfg);
   r.source = SizeSource::kFormula;
-  r.need = t.need;
-  std::string e = "batch " + std::to_string(*in.batch_size) + " x " + format_human(*in.sample_size) + " = " +
-                  format_human(t.batch) + "; loader (" + std::to_string(*in.num_workers) + " workers x prefetch " +
-                  std::to_string(t.prefetch) + " + 2) x " + format_human(t.batch) + " = " + format_human(t.loader) +
-                  "; " + procs_clause(t.procs, in) + "; need " + std::to_string(t.procs) + " x " +
-                  format_human(t.loader) + " x " + headroom_text(cfg.headroom_milli);
-  if (t.nccl) e += " + nccl " + std::to_string(t.procs) + " x " + format_human(cfg.nccl_per_process);
-  e += " + base " + format_human(cfg.base) + " = " + format_human(t.need);
+  const FormulaTerms& t = *(r.terms = formula_terms(in, cfg, r.procs, r.need));
   if (t.overflow) {
     r.bytes = cfg.max;
-    e = "sizing arithmetic saturated; using max " + format_quantity(cfg.max);
-    r.warnings.push_back("shm sizing overflowed (absurd annotation values); using max " + format_quantity(cfg.max));
+    r.bound = Bound::kSaturated;
   } else if (t.rounded < cfg.min) {
     r.bytes = cfg.min;
-    e += " -> min " + format_quantity(cfg.min);
+    r.bound = Bound::kMin;
   } else if (t.rounded > cfg.max) {
     r.bytes = cfg.max;
-    e += " -> clamped to max " + format_quantity(cfg.max);
-    r.warnings.push_back("/dev/shm need " + format_human(t.need) + " is above the configured max; using " +
-                         format_quantity(cfg.max) + " (workers may hit a bus error)");
+    r.bound = Bound::kMax;
   } else {
     r.bytes = t.rounded;
-    e += " -> " + format_quantity(t.rounded);
   }
-  r.explanation = std::move(e);
 }
 
-// Batch and workers known, the sample size not (a command never states it): what the default holds.
-// "32 workers x prefetch 5 + 2 = 162 batches of 128 = 20736 samples in flight per process; by the
-// formula 8Gi holds samples up to 261Ki; set shmguard.io/sample-size"
-std::string samples_in_flight(const SizingInput& in, const Params& cfg, std::uint64_t size) {
+// Batch and workers known, the sample size not (a command never states it): the samples in flight
+// and the largest sample `size` holds by the formula,
+// floor((size - fixed) / (procs x samples x headroom)) in whole KiB.
+InFlight in_flight(const SizingInput& in, const Params& cfg, std::uint64_t procs, std::uint64_t size) {
   Saturating s{kArithmeticLimit};
-  const std::uint64_t prefetch = in.prefetch_factor.value_or(cfg.prefetch_factor);
-  const std::uint64_t procs = in.procs.value_or(1);
-  const std::uint64_t batches = s.add(s.mul(*in.num_workers, prefetch), 2);
-  const std::uint64_t samples = s.mul(batches, *in.batch_size);
+  InFlight f;
+  f.prefetch = in.prefetch_factor.value_or(cfg.prefetch_factor);
+  f.batches = s.add(s.mul(*in.num_workers, f.prefetch), 2);
+  f.samples = s.mul(f.batches, *in.batch_size);
   const std::uint64_t fixed = s.add(cfg.base, procs > 1 ? s.mul(procs, cfg.nccl_per_process) : 0);
-  const std::uint64_t per_sample = s.mul(s.mul(procs, samples), cfg.headroom_milli);
-  std::uint64_t largest = 0;  // floor((size - fixed) / (procs x samples x headroom)), in whole KiB
-  if (size > fixed && per_sample > 0) largest = s.mul(size - fixed, 1000) / per_sample / kKi * kKi;
-  if (s.overflow) largest = 0;
-  std::string w = std::to_string(*in.num_workers) + " workers x prefetch " + std::to_string(prefetch) + " + 2 = " +
-                  std::to_string(batches) + " batches of " + std::to_string(*in.batch_size) + " = " +
-                  std::to_string(samples) + " samples in flight per process";
-  if (procs > 1) w += " (" + std::to_string(procs) + " processes)";
-  w += "; by the formula " + format_quantity(size);
-  w += largest > 0 ? " holds samples up to " + format_quantity(largest) : " leaves no room for samples that large";
-  return w + "; set shmguard.io/sample-size";
+  const std::uint64_t per_sample = s.mul(s.mul(procs, f.samples), cfg.headroom_milli);
+  if (size > fixed && per_sample > 0) f.largest_sample = s.mul(size - fixed, 1000) / per_sample / kKi * kKi;
+  if (s.overflow) f.largest_sample = 0;
+  return f;
 }
 
 // Without batch-size, num-workers and sample-size: the configured default, within the memory limit.
 void default_size(const SizingInput& in, const Params& cfg, SizingResult& r) {
   r.source = SizeSource::kDefault;
   r.need = r.bytes = cfg.default_size;
-  const std::string why = in.ignored.empty() ? "" : joined(in.ignored) + " ignored; ";
-  std::vector<std::string> missing;
-  if (!in.batch_size) missing.emplace_back("batch-size");
-  if (!in.num_workers) missing.emplace_back("num-workers");
-  if (!in.sample_size) missing.emplace_back("sample-size");
-  std::string names;
-  for (const auto& m : missing) names += (names.empty() ? "" : "/") + m;
-  r.explanation = why + "no " + names + (missing.size() == 1 ? " annotation" : " annotations") + "; default " +
-                  format_quantity(cfg.default_size);
   if (in.memory_limit && *in.memory_limit < r.bytes) {
     r.bytes = *in.memory_limit;
-    r.explanation += " capped at the pod memory limit " + format_quantity(*in.memory_limit);
+    r.bound = Bound::kMemoryLimit;
   }
-  // The default does not depend on procs, but the reader still learns what was found (README
-  // "Where procs comes from": the sizing text always says it).
-  r.explanation += "; " + procs_clause(in.procs.value_or(1), in);
-  if (in.batch_size && in.num_workers && !in.sample_size) r.warnings.push_back(samples_in_flight(in, cfg, r.bytes));
+  if (in.batch_size && in.num_workers && !in.sample_size) r.in_flight = in_flight(in, cfg, r.procs, r.bytes);
 }
 
 }  // namespace
 
-SizingResult compute_size(const SizingInput& in, const Params& cfg) {
+SizingResult size_of(const SizingInput& in, const Params& cfg) {
   SizingResult r;
-  if (in.explicit_size) explicit_size(in, cfg, r);
-  else if (has_formula_inputs(in)) formula_size(in, cfg, r);
-  else default_size(in, cfg, r);
   r.procs = in.procs.value_or(1);
   r.procs_source = in.procs_source;
-  if (!in.ignored.empty() && r.source != SizeSource::kDefault) r.explanation += " (ignored: " + joined(in.ignored) + ")";
-  if (!in.notes.empty()) {
-    std::string notes;
-    for (const auto& n : in.notes) notes += (notes.empty() ? "" : "; ") + n;
-    r.explanation += " (" + notes + ")";
+  if (in.explicit_size) {  // shmguard.io/size: taken as given, clamped to max
+    r.source = SizeSource::kExplicit;
+    r.need = r.bytes = *in.explicit_size;
+    if (r.bytes > cfg.max) {
+      r.bytes = cfg.max;
+      r.bound = Bound::kMax;
+    }
+  } else if (has_formula_inputs(in)) {
+    formula_size(in, cfg, r);
+  } else {
+    default_size(in, cfg, r);
   }
-  if (in.memory_limit && r.bytes > *in.memory_limit) {
-    r.exceeds_memory_limit = true;
+  r.exceeds_memory_limit = in.memory_limit && r.bytes > *in.memory_limit;
+  return r;
+}
+
+// ---- the text: rendered from the numbers ----
+
+namespace {
+
+std::string joined(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  return out;
+}
+
+void describe_explicit(SizingResult& r, const Params& cfg) {
+  r.explanation = "explicit shmguard.io/size " + format_quantity(r.need);
+  if (r.bound != Bound::kMax) return;
+  r.explanation += " clamped to max " + format_quantity(cfg.max);
+  r.warnings.push_back("shmguard.io/size " + format_human(r.need) + " is above the configured max; using " +
+                       format_quantity(cfg.max));
+}
+
+void describe_formula(SizingResult& r, const SizingInput& in, const Params& cfg) {
+  const FormulaTerms& t = *r.terms;
+  const std::string procs = std::to_string(r.procs);
+  if (r.bound == Bound::kSaturated) {
+    r.explanation = "sizing arithmetic saturated; using max " + format_quantity(cfg.max);
+    r.warnings.push_back("shm sizing overflowed (absurd annotation values); using max " + format_quantity(cfg.max));
+    return;
+  }
+  std::string e = "batch " + std::to_string(*in.batch_size) + " x " + format_human(*in.sample_size) + " = " +
+                  format_human(t.batch) + "; loader (" + std::to_string(*in.num_workers) + " workers x prefetch " +
+                  std::to_string(t.prefetch) + " + 2) x " + format_human(t.batch) + " = " + format_human(t.loader) +
+                  "; " + procs_clause(r.procs, in) + "; need " + procs + " x " + format_human(t.loader) + " x " +
+                  headroom_text(cfg.headroom_milli);
+  if (t.nccl) e += " + nccl " + procs + " x " + format_human(cfg.nccl_per_process);
+  e += " + base " + format_human(cfg.base) + " = " + format_human(r.need);
+  if (r.bound == Bound::kMin) {
+    e += " -> min " + format_quantity(cfg.min);
+  } else if (r.bound == Bound::kMax) {
+    e += " -> clamped to max " + format_quantity(cfg.max);
+    r.warnings.push_back("/dev/shm need " + format_human(r.need) + " is above the configured max; using " +
+                         format_quantity(cfg.max) + " (workers may hit a bus error)");
+  } else {
+    e += " -> " + format_quantity(r.bytes);
+  }
+  r.explanation = std::move(e);
+}
+
+// "32 workers x prefetch 5 + 2 = 162 batches of 128 = 20736 samples in flight per process; by the
+// formula 8Gi holds samples up to 261Ki; set shmguard.io/sample-size"
+std::string in_flight_warning(const InFlight& f, const SizingInput& in, std::uint64_t procs, std::uint64_t size) {
+  std::string w = std::to_string(*in.num_workers) + " workers x prefetch " + std::to_string(f.prefetch) + " + 2 = " +
+                  std::to_string(f.batches) + " batches of " + std::to_string(*in.batch_size) + " = " +
+                  std::to_string(f.samples) + " samples in flight per process";
+  if (procs > 1) w += " (" + std::to_string(procs) + " processes)";
+  w += "; by the formula " + format_quantity(size);
+  w += f.largest_sample > 0 ? " holds samples up to " + format_quantity(f.largest_sample)
+                            : " leaves no room for samples that large";
+  return w + "; set shmguard.io/sample-size";
+}
+
+void describe_default(SizingResult& r, const SizingInput& in, const Params& cfg) {
+  std::vector<std::string> missing;
+  if (!in.batch_size) missing.emplace_back("batch-size");
+  if (!in.num_workers) missing.emplace_back("num-workers");
+  if (!in.sample_size) missing.emplace_back("sample-size");
+  r.explanation = (in.ignored.empty() ? "" : joined(in.ignored) + " ignored; ") + "no " + joined(missing, "/") +
+                  (missing.size() == 1 ? " annotation" : " annotations") + "; default " +
+                  format_quantity(cfg.default_size);
+  if (r.bound == Bound::kMemoryLimit) r.explanation += " capped at the pod memory limit " + format_quantity(r.bytes);
+  // The default does not depend on procs, but the reader still learns what was found (README
+  // "Where procs comes from": the sizing text always says it).
+  r.explanation += "; " + procs_clause(r.procs, in);
+  if (r.in_flight) r.warnings.push_back(in_flight_warning(*r.in_flight, in, r.procs, r.bytes));
+}
+
+}  // namespace
+
+void describe(SizingResult& r, const SizingInput& in, const Params& cfg) {
+  if (r.source == SizeSource::kExplicit) describe_explicit(r, cfg);
+  else if (r.source == SizeSource::kFormula) describe_formula(r, in, cfg);
+  else describe_default(r, in, cfg);
+  if (!in.ignored.empty() && r.source != SizeSource::kDefault) r.explanation += " (ignored: " + joined(in.ignored) + ")";
+  if (!in.notes.empty()) r.explanation += " (" + joined(in.notes, "; ") + ")";
+  if (r.exceeds_memory_limit) {
     // Measured on a real node (tests/node/test_memory_limit.py): the kubelet mounts a Memory
     // emptyDir at no more than the memory limit, and the pages written to it are charged to the
     // pod with its processes' memory, so the pod is OOM-killed before /dev/shm fills.
@@ -192,6 +223,11 @@ SizingResult compute_size(const SizingInput& in, const Params& cfg) {
                          "(no bus error): raise the memory limit above " + format_quantity(r.bytes) +
                          " plus what the processes use");
   }
+}
+
+SizingResult compute_size(const SizingInput& in, const Params& cfg) {
+  SizingResult r = size_of(in, cfg);
+  describe(r, in, cfg);
   return r;
 }
 

@@ -54,20 +54,52 @@ struct SizingInput {
 
 enum class SizeSource { kFormula, kExplicit, kDefault };
 
+// Why `bytes` differs from what was asked for.
+enum class Bound { kNone, kMin, kMax, kMemoryLimit, kSaturated };
+
+// The formula's terms (README "How the size is computed"), in saturating 62-bit integers.
+struct FormulaTerms {
+  std::uint64_t prefetch = 0;  // the annotation's, else the config's
+  std::uint64_t batch = 0;     // batch x sample bytes
+  std::uint64_t loader = 0;    // (workers x prefetch + 2) x batch
+  std::uint64_t nccl = 0;      // procs x nccl_per_process when procs > 1
+  std::uint64_t rounded = 0;   // need rounded up to a MiB
+  bool overflow = false;
+};
+
+// With batch and workers known but no sample size: what the default holds.
+struct InFlight {
+  std::uint64_t prefetch = 0;
+  std::uint64_t batches = 0;         // workers x prefetch + 2
+  std::uint64_t samples = 0;         // batches x batch size, per process
+  std::uint64_t largest_sample = 0;  // the largest sample the size holds by the formula, in whole KiB (0: none)
+};
+
 struct SizingResult {
   std::uint64_t bytes = 0;     // the sizeLimit to set
   std::uint64_t need = 0;      // what the formula asked for before rounding and clamping
   SizeSource source = SizeSource::kDefault;
+  Bound bound = Bound::kNone;  // why bytes is not need (the memory limit: a default capped at it)
   bool exceeds_memory_limit = false;
   std::uint64_t procs = 1;     // the process count found (the formula's; also given with a default or explicit size)
   std::string procs_source;    // what gave it; "" for the default
-  std::string explanation;     // one line: the arithmetic
+  std::optional<FormulaTerms> terms;   // kFormula
+  std::optional<InFlight> in_flight;   // kDefault with batch-size and num-workers but no sample-size
+  // Rendered from the numbers above by describe(): one line of arithmetic, then the warnings.
+  std::string explanation;
   std::vector<std::string> warnings;
 };
+
+// The arithmetic alone: every number of the result, no text.
+SizingResult size_of(const SizingInput& in, const Params& cfg);
+
+// The explanation and warnings of `r` (a size_of() result for `in` and `cfg`), from its numbers.
+void describe(SizingResult& r, const SizingInput& in, const Params& cfg);
 
 // True when the three annotations that drive the formula are all present.
 bool has_formula_inputs(const SizingInput& in);
 
+// size_of(), then describe().
 SizingResult compute_size(const SizingInput& in, const Params& cfg);
 
 }  // namespace shmguard::sizing
