@@ -3,7 +3,8 @@
 #   1. Google Benchmark: the engine and the whole admission call on a ~4 KB pod.
 #   2. wrk over TLS keep-alive against `shmguard serve`: 64 and 4 connections, requests/s and
 #      latency percentiles, and the server's peak resident memory.
-#   3. `shmguard mutate` over a generated 10,000-document file vs PyYAML load+dump.
+#   3. `shmguard mutate` over a generated 10,000-document file vs PyYAML load+dump (and, with
+#      SHMGUARD_BENCH_BASELINE=/path/to/an/older/shmguard, that binary with one thread, same input).
 #   4. `shmguard monitor` and `shmguard top -A` against a fake fleet (hack/bench/fake_fleet.py: an
 #      API server and 200 kubelets x 50 pods on loopback), the monitor alone on CPU 0 and the fleet
 #      on CPU 1: each cycle's time, CPU per cycle and peak RSS; healthy, then with 5 slow kubelets
@@ -77,6 +78,12 @@ offline)
   /usr/bin/time -f "shmguard mutate -j 1: %e s (cpu %U+%S s), peak RSS %M KiB" "$bin" mutate -j 1 -f "$work/big.yaml" >"$work/out1.yaml" 2>"$work/report1.txt" || true
   tail -1 "$work/report1.txt"
   cmp -s "$work/out.yaml" "$work/out1.yaml" || echo "MISMATCH: -j 1 wrote other bytes than the default"
+  if [[ -n "${SHMGUARD_BENCH_BASELINE:-}" ]]; then  # side by side in this run: an older binary, one thread
+    /usr/bin/time -f "baseline mutate -j 1: %e s (cpu %U+%S s), peak RSS %M KiB" "$SHMGUARD_BENCH_BASELINE" mutate -j 1 \
+      -f "$work/big.yaml" >"$work/outb.yaml" 2>"$work/reportb.txt" || true
+    tail -1 "$work/reportb.txt"
+    cmp -s "$work/out1.yaml" "$work/outb.yaml" || echo "MISMATCH: the baseline wrote other bytes"
+  fi
   /usr/bin/time -o "$work/py.txt" -f "PyYAML load+dump: %e s (cpu %U+%S s), peak RSS %M KiB" /usr/bin/python3 -c '
 import sys, yaml
 docs = list(yaml.load_all(open(sys.argv[1]), Loader=yaml.CSafeLoader))

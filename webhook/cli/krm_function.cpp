@@ -20,7 +20,6 @@ namespace shmguard::cli {
 namespace {
 
 using nlohmann::json;
-using manifests::yaml_string;
 
 
 
@@ -76,24 +75,10 @@ std::vector<json> results_for(const json& list, const manifests::TemplateReport&
   return out;
 }
 
-// `results:` as block YAML, appended at the end of a block-style ResourceList.
-void append_yaml(std::string& out, const json& v, int indent, bool in_seq_item) {
-  const std::string pad(static_cast<std::size_t>(indent), ' ');
-  bool first = true;
-  for (const auto& [k, x] : v.items()) {
-    out += (first && in_seq_item) ? "" : pad;
-    first = false;
-    out += k;
-    out += ':';
-    if (x.is_object()) {
-      out += '\n';
-      append_yaml(out, x, indent + 2, false);
-    } else {
-      out += ' ';
-      out += x.is_string() ? yaml_string(x.get<std::string>(), false) : x.dump();
-      out += '\n';
-    }
-  }
+// One result as a block-YAML sequence item at `indent` ("- " and its keys), by the manifests' emitter.
+std::string result_item(const json& result, int indent) {
+  auto lines = manifests::emit_yaml_mapping(result, indent + 2, true, 4096);
+  return std::string(static_cast<std::size_t>(indent), ' ') + "- " + (lines ? *lines : "{}\n");
 }
 
 // Block YAML with results from an earlier function as its last key: ours go after them. Block YAML
@@ -107,21 +92,13 @@ int write_list(const manifests::YamlDocument& doc, json& list, const std::vector
   const bool block = !doc.root->flow;
   if (!body.empty() && body.back() != '\n' && block && (prior || !had_results)) body += '\n';
   if (block && prior && prior->kind == manifests::YamlNode::Kind::kSequence && !prior->flow && !prior->items.empty()) {
-    const std::string pad(static_cast<std::size_t>(prior->column), ' ');
-    for (std::size_t i = list["results"].size(); i < results.size(); ++i) {
-      std::string item;
-      append_yaml(item, results[i], prior->column + 2, true);
-      body += pad + "- " + item;
-    }
+    for (std::size_t i = list["results"].size(); i < results.size(); ++i) body += result_item(results[i], prior->column);
     out << body;
     return kExitOk;
   }
   if (block && !had_results) {
     body += results.empty() ? "results: []\n" : "results:\n";
-    for (const auto& res : results) {
-      body += "- ";
-      append_yaml(body, res, 2, true);
-    }
+    for (const auto& res : results) body += result_item(res, 0);
     out << body;
     return kExitOk;
   }

@@ -77,14 +77,6 @@ Style detect_style(const std::string& text, const YamlNode* root) {
 
 std::string pad(int n) { return std::string(static_cast<std::size_t>(std::max(0, n)), ' '); }
 
-// Object members in the order Kubernetes writes them: "name" first, the rest as they come.
-std::vector<std::pair<std::string, const json*>> members(const json& o) {
-  std::vector<std::pair<std::string, const json*>> out;
-  if (auto n = o.find("name"); n != o.end()) out.emplace_back("name", &*n);
-  for (const auto& [k, v] : o.items())
-    if (k != "name") out.emplace_back(k, &v);
-  return out;
-}
 
 bool empty_collection(const json& v) { return v.is_structured() && v.empty(); }
 
@@ -106,7 +98,7 @@ std::string key_text(const std::string& k, bool json_syntax, bool in_flow) {
 std::string flow_text(const json& v, bool json_syntax) {
   if (v.is_object() && !v.empty()) {
     std::string out = "{";
-    for (const auto& [k, x] : members(v)) {
+    for (const auto& [k, x] : kube_members(v)) {
       if (out.size() > 1) out += ", ";
       out += key_text(k, json_syntax, true) + ": " + flow_text(*x, json_syntax);
     }
@@ -135,7 +127,7 @@ std::string json_text(const json& v, int indent, int step, const std::string& eo
     first = false;
   };
   if (obj) {
-    for (const auto& [k, x] : members(v)) {
+    for (const auto& [k, x] : kube_members(v)) {
       open();
       out += key_text(k, true, true) + ": " + json_text(*x, indent + step, step, eol);
     }
@@ -158,7 +150,7 @@ class BlockWriter {
     out_ += key_text(key, false, false) + ":";
     if (v.is_object() && !v.empty()) {
       out_ += st_.eol;
-      for (const auto& [k, x] : members(v)) pair(k, *x, indent + st_.step);
+      for (const auto& [k, x] : kube_members(v)) pair(k, *x, indent + st_.step);
     } else if (v.is_array() && !v.empty()) {
       out_ += st_.eol;
       for (const auto& x : v) item(x, indent + st_.seq_indent, st_.item_indent);
@@ -173,7 +165,7 @@ class BlockWriter {
     if (v.is_object() && !v.empty()) {
       out_ += pad(item_indent - 1);
       bool first = true;
-      for (const auto& [k, x] : members(v)) {
+      for (const auto& [k, x] : kube_members(v)) {
         pair(k, *x, dash + item_indent, first);
         first = false;
       }
@@ -470,7 +462,7 @@ class Editor {
     BlockWriter w(st_, e.insert);
     const int col = key->column;
     if (value.is_object()) {
-      for (const auto& [k, x] : members(value)) w.pair(k, *x, col + st_.step);
+      for (const auto& [k, x] : kube_members(value)) w.pair(k, *x, col + st_.step);
     } else {
       for (const auto& x : value) w.item(x, col + st_.seq_indent, st_.item_indent);
     }

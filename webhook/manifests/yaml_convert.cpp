@@ -103,25 +103,21 @@ const std::string& key_text(const YamlNode* k) {
   throw Unconvertible{"mapping keys must be scalars", k->line};
 }
 
-YamlNode* from_json(YamlDocument& doc, const json& j) {
+YamlNode* from_json(YamlDocument& doc, const json& j, bool name_first) {
   switch (j.type()) {
     case json::value_t::object: {
-      // Kubernetes writes "name" first in volumes and mounts; keep that reading order.
       YamlNode* m = doc.make(YamlNode::Kind::kMap);
-      auto add = [&](const std::string& k, const json& v) {
+      for (const auto& [k, v] : kube_members(j, name_first)) {
         YamlNode* key = doc.make(YamlNode::Kind::kScalar);
         key->style = ScalarStyle::kNew;
         key->value = k;
-        m->pairs.emplace_back(key, from_json(doc, v));
-      };
-      if (auto n = j.find("name"); n != j.end()) add("name", *n);
-      for (const auto& [k, v] : j.items())
-        if (k != "name") add(k, v);
+        m->pairs.emplace_back(key, from_json(doc, *v, name_first));
+      }
       return m;
     }
     case json::value_t::array: {
       YamlNode* s = doc.make(YamlNode::Kind::kSequence);
-      for (const auto& v : j) s->items.push_back(from_json(doc, v));
+      for (const auto& v : j) s->items.push_back(from_json(doc, v, name_first));
       return s;
     }
     case json::value_t::string: {
@@ -220,6 +216,14 @@ bool equals_json(const YamlNode* node, const json& expected, std::size_t budget)
 Result<json> to_json(const YamlNode* node, std::size_t budget) {
   if (!node) return json(nullptr);
   return guarded([&] { return convert(node, budget); });
+}
+
+std::vector<std::pair<std::string, const json*>> kube_members(const json& o, bool name_first) {
+  std::vector<std::pair<std::string, const json*>> out;
+  if (auto n = o.find("name"); name_first && n != o.end()) out.emplace_back("name", &*n);
+  for (const auto& [k, v] : o.items())
+    if (!name_first || k != "name") out.emplace_back(k, &v);
+  return out;
 }
 
 }  // namespace shmguard::manifests

@@ -135,6 +135,11 @@ Status parse_document(const std::string& text, YamlDocument& doc);
 
 // ---- yaml_convert.cpp ----
 
+// An object's members in the order Kubernetes writes them: "name" first, the rest as they come
+// (new mappings, in the tree or spliced into text, read like the API server's own output); without
+// `name_first`, all as they come.
+std::vector<std::pair<std::string, const nlohmann::json*>> kube_members(const nlohmann::json& o, bool name_first = true);
+
 // Converts to JSON as the Kubernetes API would read it (plain scalars resolved to null, bool,
 // int or float; quoted scalars stay strings). `budget` bounds the nodes visited, so alias
 // bombs fail instead of expanding; a failure when exceeded or unconvertible (with the line).
@@ -153,6 +158,11 @@ Status apply_patch(YamlDocument& doc, const std::string& prefix, const nlohmann:
 // Emits YAML in kubectl's layout (2-space maps, "- " lists at the parent's indent). Scalars keep
 // their quoting style; new strings that would read back as another type are quoted.
 Result<std::string> emit_yaml(const YamlNode* node, std::size_t budget);
+
+// New content as block YAML, written by the same emitter: `value` (a JSON object, its members in
+// its own order) as mapping lines at `indent`, the first without its indent when `inline_first`
+// (after the caller's "- ").
+Result<std::string> emit_yaml_mapping(const nlohmann::json& value, int indent, bool inline_first, std::size_t budget);
 
 // Emits pretty JSON with the document's key order. `indent` is the starting indent level.
 Result<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent);

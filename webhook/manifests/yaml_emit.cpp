@@ -70,6 +70,9 @@ class YamlEmitter {
     }
   }
 
+  // A mapping's lines at `indent`; `inline_first`: the caller already wrote the first one's indent.
+  void mapping(const YamlNode* n, int indent, bool inline_first) { map(n, indent, inline_first); }
+
  private:
   std::size_t budget_;
 
@@ -237,6 +240,17 @@ Result<std::string> emit_yaml(const YamlNode* node, std::size_t budget) {
   return guarded([&] {
     YamlEmitter e(budget);
     e.document(node);
+    return std::move(e.out);
+  });
+}
+
+Result<std::string> emit_yaml_mapping(const json& value, int indent, bool inline_first, std::size_t budget) {
+  if (!value.is_object()) return Failure{"not an object"};
+  YamlDocument doc;
+  const YamlNode* node = from_json(doc, value, false);
+  return guarded([&] {
+    YamlEmitter e(budget);
+    e.mapping(node, indent, inline_first);
     return std::move(e.out);
   });
 }

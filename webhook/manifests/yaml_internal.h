@@ -45,7 +45,8 @@ bool plain_tag(const std::string& tag);
 nlohmann::json scalar_json(const YamlNode& n);
 // A mapping key's text; throws Unconvertible for a non-scalar key.
 const std::string& key_text(const YamlNode* k);
-// New nodes in `doc` for `j` ("name" first in mappings, as Kubernetes writes it).
-YamlNode* from_json(YamlDocument& doc, const nlohmann::json& j);
+// New nodes in `doc` for `j`: "name" first in mappings, as Kubernetes writes it (`name_first`),
+// else the members in the object's own order.
+YamlNode* from_json(YamlDocument& doc, const nlohmann::json& j, bool name_first = true);
 
 }  // namespace shmguard::manifests::internal
