@@ -24,6 +24,7 @@
 #include <sstream>
 
 #include "cli/flags.h"
+#include "manifests/yaml_doc.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::cli {
@@ -247,18 +248,19 @@ void conclude(const ObserveArgs& a, const config::Config& cfg, const Counts& n, 
                     "uses it; with 0 workers the default 64 MiB is enough)";
     return;
   }
-  std::ostringstream y;
-  y << "metadata:\n  annotations:\n";
+  nlohmann::json ann = nlohmann::json::object();  // annotation values are strings: "64" comes out quoted
   if (!a.batch.empty()) {
     r.sample_size = implied_sample_size(r.peak, n.batch, n.workers, n.prefetch, n.procs);
-    y << "    shmguard.io/batch-size: \"" << n.batch << "\"\n    shmguard.io/num-workers: \"" << n.workers << "\"\n"
-      << "    shmguard.io/sample-size: " << sizing::format_quantity(round_up(*r.sample_size, sizing::kKi)) << "\n";
-    if (!a.prefetch.empty()) y << "    shmguard.io/prefetch-factor: \"" << n.prefetch << "\"\n";
-    if (!a.procs.empty()) y << "    shmguard.io/procs-per-pod: \"" << n.procs << "\"\n";
+    ann["shmguard.io/batch-size"] = std::to_string(n.batch);
+    ann["shmguard.io/num-workers"] = std::to_string(n.workers);
+    ann["shmguard.io/sample-size"] = sizing::format_quantity(round_up(*r.sample_size, sizing::kKi));
+    if (!a.prefetch.empty()) ann["shmguard.io/prefetch-factor"] = std::to_string(n.prefetch);
+    if (!a.procs.empty()) ann["shmguard.io/procs-per-pod"] = std::to_string(n.procs);
   } else {
-    y << "    shmguard.io/size: " << sizing::format_quantity(r.recommended) << "\n";
+    ann["shmguard.io/size"] = sizing::format_quantity(r.recommended);
   }
-  r.yaml = y.str();
+  auto yaml = manifests::emit_yaml_mapping({{"metadata", {{"annotations", ann}}}}, 0, false, 64);
+  r.yaml = yaml ? *yaml : "";
 }
 
 // stderr by default; --report FILE; --report - (stdout, which the command's output left).
