@@ -4,7 +4,7 @@
 #   Without --node: no controller-manager (so ServiceAccount admission is off) and aggregator routing
 #   on (webhook Services resolve to their Endpoints, which the tests write themselves, playing the
 #   kubelet's part).
-#   With --node: also one real node (hack/node/node.sh): containerd, the kubelet, kube-scheduler,
+#   With --node: also one real node (hack/node/up.sh): containerd, the kubelet, kube-scheduler,
 #   kube-controller-manager, kube-proxy and CoreDNS. The API server reaches webhooks through their
 #   Service's ClusterIP, as in any cluster, and pods run for real.
 # usage: hack/cluster.sh up [--node]|down|env      CLUSTER_DIR (default /tmp/shmguard-cluster)
@@ -71,7 +71,7 @@ up() {
   fi
   local t0 bindir; t0=$(date +%s)
   bindir=$("$root/hack/testbin.sh")
-  [[ -d "$dir/node" ]] && "$root/hack/node/node.sh" down "$dir" "$bindir"
+  [[ -d "$dir/node" ]] && "$root/hack/node/down.sh" "$dir" "$bindir"
   rm -rf "$dir"
   mkdir -p "$dir"
   echo "$bindir" >"$dir/bindir"
@@ -131,7 +131,7 @@ EOF
     KUBECONFIG=$dir/kubeconfig "$bindir/kubectl" create namespace default >/dev/null
   log "etcd and kube-apiserver $("$bindir/kube-apiserver" --version | awk '{print $2}') ready on 127.0.0.1:$api_port in $(($(date +%s) - t0))s"
   if [[ -n "$with_node" ]]; then
-    "$root/hack/node/node.sh" up "$dir" "$bindir" || { down; return 1; }
+    "$root/hack/node/up.sh" "$dir" "$bindir" || { down; return 1; }
   fi
   print_env
 }
@@ -140,7 +140,7 @@ down() {
   local f
   # The node first, by its PIDs and the CRI: it needs no API server to go.
   if [[ -d "$dir/node" ]]; then
-    "$root/hack/node/node.sh" down "$dir" "$(cat "$dir/bindir" 2>/dev/null || true)"
+    "$root/hack/node/down.sh" "$dir" "$(cat "$dir/bindir" 2>/dev/null || true)"
   fi
   for f in apiserver etcd; do
     if [[ -f "$dir/$f.pid" ]]; then
@@ -162,6 +162,6 @@ case "${1:-}" in
     esac ;;
   down) down ;;
   env) print_env ;;
-  load) shift; "$root/hack/node/node.sh" load "$dir" "$@" ;;
+  load) shift; "$root/hack/node/load.sh" "$dir" "$@" ;;
   *) echo "usage: hack/cluster.sh up [--node]|down|env|load IMAGE..." >&2; exit 2 ;;
 esac

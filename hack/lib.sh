@@ -1,4 +1,4 @@
-# Helpers the cluster scripts share (sourced by hack/cluster.sh and hack/node/node.sh).
+# Helpers the cluster scripts share (sourced by hack/cluster.sh and hack/node/lib.sh).
 # Each script defines log() before sourcing this.
 
 # A free TCP port on 127.0.0.1.

@@ -147,7 +147,7 @@ func main() { coremain.Run() }
 EOF
 }
 
-# crictl, which `hack/node/node.sh down` uses to stop and remove pod sandboxes through the CRI (the
+# crictl, which `hack/node/down.sh` uses to stop and remove pod sandboxes through the CRI (the
 # runtime then runs the CNI DEL), also when the kubelet and the API server are already gone.
 build_crictl() {
   [[ -x "$bindir/crictl" ]] && return

@@ -127,7 +127,7 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
         << (parsed ? "empty input" : parsed.error()) << "\n";
     return kExitFunctionError;
   }
-  auto list = manifests::to_json(doc.root, text.size() * 16 + 4096);
+  auto list = manifests::to_json(doc.root, manifests::node_budget(text));
   if (!list || !list->is_object() || str_field(*list, "kind") != "ResourceList" ||
       str_field(*list, "apiVersion").rfind("config.kubernetes.io/", 0) != 0) {
     err << "shmguard fn: stdin is not a config.kubernetes.io/v1 ResourceList\n";

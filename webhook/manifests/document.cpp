@@ -15,9 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-// Alias bombs and oversized documents fail instead of expanding without bound.
-std::size_t node_budget(const std::string& text) { return text.size() * 16 + 4096; }
-
 const char* type_name(const YamlNode& n) {
   switch (n.kind) {
     case YamlNode::Kind::kSequence: return "a list";

@@ -133,6 +133,10 @@ enum class ParseFailure {
 // Parses one document. A failure has the line (1-based within the document) where there is one.
 Status parse_document(const std::string& text, YamlDocument& doc);
 
+// The nodes a walk over the tree of `text` may visit: alias bombs and oversized documents fail
+// instead of expanding without bound, while any document without aliases fits many times over.
+inline std::size_t node_budget(std::string_view text) { return text.size() * 16 + 4096; }
+
 // ---- yaml_convert.cpp ----
 
 // An object's members in the order Kubernetes writes them: "name" first, the rest as they come

@@ -2,6 +2,7 @@
 #include "server/http.h"
 
 #include <cctype>
+#include <optional>
 #include <utility>
 
 namespace shmguard::server {
@@ -41,9 +42,11 @@ const std::string* HttpRequest::header(std::string_view lower_name) const {
 
 namespace {
 
-// The request line: method, target, path and the version's default keep-alive. An empty result
-// status (kIncomplete) means it is fine.
-ParseResult parse_request_line(std::string_view line, HttpRequest& out) {
+// A request line or header that is refused: the error to answer with; nullopt when the line is fine.
+using LineError = std::optional<ParseResult>;
+
+// The request line: method, target, path and the version's default keep-alive.
+LineError parse_request_line(std::string_view line, HttpRequest& out) {
   auto sp1 = line.find(' ');
   auto sp2 = line.rfind(' ');
   if (sp1 == std::string_view::npos || sp2 == sp1) return error(400, "malformed request line");
@@ -58,11 +61,11 @@ ParseResult parse_request_line(std::string_view line, HttpRequest& out) {
   else if (version.rfind("HTTP/", 0) == 0) return error(505, "only HTTP/1.0 and HTTP/1.1 are supported");
   else return error(400, "malformed request line");
   out.path = out.target.substr(0, out.target.find('?'));
-  return {};
+  return std::nullopt;
 }
 
 // One header line; Content-Length, Transfer-Encoding and Connection are acted on.
-ParseResult parse_header(std::string_view line, HttpRequest& out, std::size_t& content_length, bool& has_length) {
+LineError parse_header(std::string_view line, HttpRequest& out, std::size_t& content_length, bool& has_length) {
   auto colon = line.find(':');
   if (colon == std::string_view::npos || colon == 0) return error(400, "malformed header line");
   for (char c : line.substr(0, colon))
@@ -87,7 +90,7 @@ ParseResult parse_header(std::string_view line, HttpRequest& out, std::size_t& c
   }
   if (out.headers.size() >= 100) return error(431, "too many headers");
   out.headers.emplace_back(std::move(name), std::string(value));
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace
@@ -96,13 +99,13 @@ ParseResult parse_request(std::string_view buf, std::size_t max_body, HttpReques
   auto end = buf.find("\r\n\r\n");
   if (end == std::string_view::npos) {
     if (buf.size() > kMaxHeaderBytes) return error(431, "request headers too large");
-    return {};
+    return ParseResult{};  // kIncomplete: the head is still coming
   }
   if (end > kMaxHeaderBytes) return error(431, "request headers too large");
   std::string_view head = buf.substr(0, end);
   out = HttpRequest{};
   auto line_end = head.find("\r\n");
-  if (auto r = parse_request_line(head.substr(0, line_end), out); r.status == ParseStatus::kError) return r;
+  if (auto e = parse_request_line(head.substr(0, line_end), out)) return *e;
   std::size_t content_length = 0;
   bool has_length = false;
   std::size_t pos = line_end == std::string_view::npos ? head.size() : line_end + 2;
@@ -110,13 +113,13 @@ ParseResult parse_request(std::string_view buf, std::size_t max_body, HttpReques
     auto nl = head.find("\r\n", pos);
     std::string_view line = head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? head.size() : nl + 2;
-    if (auto r = parse_header(line, out, content_length, has_length); r.status == ParseStatus::kError) return r;
+    if (auto e = parse_header(line, out, content_length, has_length)) return *e;
   }
   if (content_length > max_body)
     return error(413, "request body of " + std::to_string(content_length) + " bytes exceeds the limit of " +
                           std::to_string(max_body));
   std::size_t total = end + 4 + content_length;
-  if (buf.size() < total) return {};
+  if (buf.size() < total) return ParseResult{};  // kIncomplete: the body is still coming
   out.body = std::string(buf.substr(end + 4, content_length));
   ParseResult r;
   r.status = ParseStatus::kComplete;
