@@ -236,7 +236,7 @@ ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation
 
   if (annotation) {
     r.count = *annotation;
-    r.source = "shmguard.io/procs-per-pod";
+    r.source = std::string(kProcsKey);
   }
   for (const auto& cand : candidates) {
     std::string why;
@@ -256,12 +256,12 @@ ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation
       continue;
     }
     r.warnings.push_back(cand.source + " \"" + printable(cand.raw) + "\"" + cand.where + " " + why +
-                         "; set shmguard.io/procs-per-pod");
+                         "; set " + std::string(kProcsKey));
     r.unresolved.push_back(cand.source + " \"" + printable(cand.raw) + "\"");
   }
   if (r.source.empty() && !gpus.invalid.empty()) {
     r.warnings.push_back("nvidia.com/gpu limit " + gpus.invalid +
-                         " is not a number; procs unknown, set shmguard.io/procs-per-pod");
+                         " is not a number; procs unknown, set " + std::string(kProcsKey));
     r.unresolved.push_back("nvidia.com/gpu limit " + gpus.invalid.substr(0, gpus.invalid.find(" in container")));
   }
   return r;
