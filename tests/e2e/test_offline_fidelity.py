@@ -305,3 +305,24 @@ def test_threads_change_nothing(tmp_path):
         checks = [run("check", *args, "-o", "json", "--fail-on", "none", "-j", j, stdin=stdin) for j in ("1", "4")]
         assert checks[0].returncode == 0 and checks[1].stdout == checks[0].stdout
         assert len(json.loads(checks[0].stdout)["items"]) >= 20
+
+
+def test_shmguards_volume_of_another_kind_is_replaced_in_its_place():
+    """A volume named shmguard-dshm that is not a Memory emptyDir (refresh_patch's "replace
+    /spec/volumes/N") is rewritten where it stands: the other volumes, comments and keys keep
+    their bytes. The splicer used to refuse this edit ("cannot edit the document in place")."""
+    head = ("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: stale\nspec:\n  template:\n    metadata:\n"
+            "      labels:\n        training.kubeflow.org/job-name: j\n      annotations:\n"
+            "        shmguard.io/size: 2Gi\n")
+    mid = ("    spec:\n      containers:\n      - name: a\n        image: example/a:1\n        volumeMounts:\n"
+           "        - name: shmguard-dshm\n          mountPath: /dev/shm\n      volumes:\n"
+           "      - name: data   # keep me\n        emptyDir: {}\n      - name: shmguard-dshm\n")
+    tail = "      restartPolicy: Never\n"
+    src = head + mid + "        hostPath:\n          path: /dev/shm\n" + tail
+    r = run("mutate", "-f", "-", stdin=src.encode())
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode() == (
+        head + "        shmguard.io/injected-size: 2Gi\n        shmguard.io/sizing: explicit shmguard.io/size 2Gi\n"
+        + mid + "        emptyDir:\n          medium: Memory\n          sizeLimit: 2Gi\n" + tail)
+    assert "updated to 2Gi (was stale: volume shmguard-dshm is not a Memory emptyDir)" in r.stderr.decode()
+    assert "re-emitted" not in r.stderr.decode()

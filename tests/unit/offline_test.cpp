@@ -196,6 +196,11 @@ spec:
   EXPECT_EQ(out["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][0]["mountPath"], "/dev/shm");
   // The aliased third container is its own copy: exactly one mount each, not two on a shared node.
   for (int i = 0; i < 3; ++i) EXPECT_EQ(out["spec"]["template"]["spec"]["containers"][i]["volumeMounts"].size(), 1u) << i;
+  // ... written once at the anchor, which the first and third container share (not twice: a key
+  // given twice in one mapping).
+  std::size_t mounts = 0;
+  for (auto at = r.out.find("volumeMounts:"); at != std::string::npos; at = r.out.find("volumeMounts:", at + 1)) ++mounts;
+  EXPECT_EQ(mounts, 2u) << r.out;
 }
 
 // ---- threads: any number writes what one does ----

@@ -11,7 +11,12 @@ namespace {
 std::string edit(const std::string& text, const std::string& pointer, const json& ops, std::string* why = nullptr) {
   YamlDocument doc;
   EXPECT_TRUE(parse_document(text, doc).ok());
-  auto r = edit_in_place(text, doc, {{pointer, &ops}});
+  auto plan = plan_edits(doc, {{pointer, &ops}});
+  if (!plan) {
+    if (why) *why = plan.error();
+    return "";
+  }
+  auto r = edit_in_place(text, doc, *plan);
   if (why) *why = r.error();
   return r ? *r : "";
 }
@@ -59,7 +64,13 @@ TEST(Surgical, CrlfDocumentsGetCrlfLines) {
 std::string edit_all(const std::string& text, const std::vector<TemplatePatch>& patches, std::string* why, int* line) {
   YamlDocument doc;
   EXPECT_TRUE(parse_document(text, doc).ok());
-  auto r = edit_in_place(text, doc, patches);
+  auto plan = plan_edits(doc, patches);
+  if (!plan) {
+    *why = plan.error();
+    *line = plan.line();
+    return "";
+  }
+  auto r = edit_in_place(text, doc, *plan);
   *why = r.error();
   *line = r.line();
   return r ? *r : "";
@@ -89,4 +100,20 @@ TEST(Surgical, TemplatesSharingAnAnchorGetTheSameEditOnce) {
   json rep = json::array({{{"op", "replace"}, {"path", "/k"}, {"value", "v"}}});
   EXPECT_EQ(edit_all("k: |\n  block\n", {{"", &rep}}, &why, &line), "");
   EXPECT_EQ(line, 0);
+}
+
+TEST(Surgical, ReplacesABlockSequenceItemInItsPlace) {
+  // refresh_patch's "replace /spec/volumes/N" when shmguard's volume is not a Memory emptyDir.
+  json vol = {{"name", "shmguard-dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "8Gi"}}}};
+  json ops = json::array({{{"op", "replace"}, {"path", "/spec/volumes/1"}, {"value", vol}}});
+  const std::string text =
+      "spec:\n  volumes:\n  - name: data  # keep\n    hostPath: {path: /d}\n  - name: shmguard-dshm\n"
+      "    hostPath:\n      path: /dev/shm\n  # after\n  containers: []\n";
+  EXPECT_EQ(edit(text, "", ops),
+            "spec:\n  volumes:\n  - name: data  # keep\n    hostPath: {path: /d}\n  - name: shmguard-dshm\n"
+            "    emptyDir:\n      medium: Memory\n      sizeLimit: 8Gi\n  # after\n  containers: []\n");
+  // The last item of a text without a final line break: still none after it.
+  EXPECT_EQ(edit("volumes:\n- name: shmguard-dshm\n  hostPath: {path: /x}", "",
+                 json::array({{{"op", "replace"}, {"path", "/volumes/0"}, {"value", vol}}})),
+            "volumes:\n- name: shmguard-dshm\n  emptyDir:\n    medium: Memory\n    sizeLimit: 8Gi");
 }

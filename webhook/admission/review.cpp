@@ -169,7 +169,7 @@ void decide(const json& req, const config::Config& cfg, AdmissionOutcome& o, std
   }
   auto r = inject::inject_pod(pod, cfg);
   o.reason = r.reason;
-  o.warnings = r.texts();
+  for (auto& w : r.warnings) o.warnings.push_back(std::move(w.text));  // the review carries the text alone
   if (r.sizing && r.sizing->source == sizing::SizeSource::kFormula)
     o.procs = std::to_string(r.sizing->procs) + " from " +
               (r.sizing->procs_source.empty() ? std::string("default") : r.sizing->procs_source);

@@ -23,14 +23,19 @@ inline const nlohmann::json* object_at(const nlohmann::json& parent, const char*
   return c && c->is_object() ? c : nullptr;
 }
 
+// An empty array that outlives every caller.
+inline const nlohmann::json& empty_array() {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  return kEmpty;
+}
+
 // The member `key` when it is an array, else an empty array: for a range-for over a list.
 inline const nlohmann::json& array_items(const nlohmann::json& parent, const char* key) {
-  static const nlohmann::json kEmpty = nlohmann::json::array();
   const nlohmann::json* c = child(parent, key);
-  return c && c->is_array() ? *c : kEmpty;
+  return c && c->is_array() ? *c : empty_array();
 }
 inline const nlohmann::json& array_items(const nlohmann::json* parent, const char* key) {
-  return parent ? array_items(*parent, key) : array_items(nlohmann::json(), key);
+  return parent ? array_items(*parent, key) : empty_array();
 }
 
 // The member `key` when it is a string, else "".

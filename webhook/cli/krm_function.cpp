@@ -7,12 +7,11 @@
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/json_fields.h"
-#include "manifests/offline.h"
+#include "manifests/document.h"
 #include "manifests/yaml_doc.h"
 #include "sizing/quantity.h"
 
@@ -76,9 +75,23 @@ std::vector<json> results_for(const json& list, const manifests::TemplateReport&
 }
 
 // One result as a block-YAML sequence item at `indent` ("- " and its keys), by the manifests' emitter.
-std::string result_item(const json& result, int indent) {
-  auto lines = manifests::emit_yaml_mapping(result, indent + 2, true, 4096);
-  return std::string(static_cast<std::size_t>(indent), ' ') + "- " + (lines ? *lines : "{}\n");
+Result<std::string> result_item(const json& result, int indent) {
+  auto lines = manifests::emit_yaml_mapping(result, indent + 2, true, manifests::node_budget(result.dump()));
+  if (!lines) return lines;
+  return std::string(static_cast<std::size_t>(indent), ' ') + "- " + *lines;
+}
+
+// The results from `from` on as block-YAML items at `indent`, after `body`.
+bool append_results(std::string& body, const json& results, std::size_t from, int indent, std::ostream& err) {
+  for (std::size_t i = from; i < results.size(); ++i) {
+    auto item = result_item(results[i], indent);
+    if (!item) {
+      err << "shmguard fn: internal error: " << item.error() << "\n";
+      return false;
+    }
+    body += *item;
+  }
+  return true;
 }
 
 // Block YAML with results from an earlier function as its last key: ours go after them. Block YAML
@@ -92,13 +105,13 @@ int write_list(const manifests::YamlDocument& doc, json& list, const std::vector
   const bool block = !doc.root->flow;
   if (!body.empty() && body.back() != '\n' && block && (prior || !had_results)) body += '\n';
   if (block && prior && prior->kind == manifests::YamlNode::Kind::kSequence && !prior->flow && !prior->items.empty()) {
-    for (std::size_t i = list["results"].size(); i < results.size(); ++i) body += result_item(results[i], prior->column);
+    if (!append_results(body, results, list["results"].size(), prior->column, err)) return kExitFunctionError;
     out << body;
     return kExitOk;
   }
   if (block && !had_results) {
     body += results.empty() ? "results: []\n" : "results:\n";
-    for (const auto& res : results) body += result_item(res, 0);
+    if (!append_results(body, results, 0, 0, err)) return kExitFunctionError;
     out << body;
     return kExitOk;
   }
@@ -133,21 +146,20 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
     err << "shmguard fn: stdin is not a config.kubernetes.io/v1 ResourceList\n";
     return kExitFunctionError;
   }
-  std::ostringstream mutated;
-  manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, mutated);
-  std::istringstream again(text);
-  if (auto done = runner.process("<stdin>", again); !done) {
-    err << "shmguard fn: " << done.error() << "\n";
+  const manifests::DocumentOptions opts;  // YAML: the list's own text, edited in place
+  manifests::DocumentWorker worker(cfg, opts);
+  auto outcome = worker.run_parsed("<stdin>", 1, manifests::RawDocument{text, 1}, doc, *list);
+  if (!outcome.status) {
+    err << "shmguard fn: " << outcome.status.error() << "\n";
     return kExitFunctionError;
   }
-  runner.finish();
   json results = json::array();
   if (list->contains("results") && (*list)["results"].is_array()) results = (*list)["results"];
   const bool had_results = !results.empty() || list->contains("results");
-  for (const auto& r : runner.reports())
+  for (const auto& r : outcome.reports)
     for (auto& res : results_for(*list, r)) results.push_back(std::move(res));
 
-  return write_list(doc, *list, runner.reports(), results, had_results, mutated.str(), out, err);
+  return write_list(doc, *list, outcome.reports, results, had_results, std::move(outcome.text), out, err);
 }
 
 void add_fn(CLI::App& app, Outcome& out) {

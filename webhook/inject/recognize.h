@@ -26,11 +26,6 @@ struct Warning {
 struct Warnings {
   std::vector<Warning> warnings;
   void warn(std::string text, std::string_view about = {}) { warnings.push_back({std::move(text), std::string(about)}); }
-  std::vector<std::string> texts() const {
-    std::vector<std::string> out;
-    for (const auto& w : warnings) out.push_back(w.text);
-    return out;
-  }
 };
 
 struct Recognition : Warnings {

@@ -7,6 +7,7 @@
 #include "base/assert.h"
 #include "base/text.h"
 #include "base/json_fields.h"
+#include "manifests/edit_plan.h"
 #include "manifests/surgical.h"
 #include "sizing/quantity.h"
 
@@ -163,8 +164,18 @@ DocumentOutcome DocumentWorker::run(const std::string& file, int index, const Ra
   return out;
 }
 
+DocumentOutcome DocumentWorker::run_parsed(const std::string& file, int index, const RawDocument& raw,
+                                           YamlDocument& tree, const json& object) {
+  DocumentOutcome out;
+  std::swap(ydoc_, tree);  // the caller's tree is this turn's; the arena goes back after it
+  node_budget_ = node_budget(raw.text);
+  out.status = analyze(Place{file, raw}, index, object, out);
+  std::swap(ydoc_, tree);
+  return out;
+}
+
 // The templates' reports, and the document's text as it is to be written.
-Status DocumentWorker::analyze(const Place& at, int index, json& doc, DocumentOutcome& out) {
+Status DocumentWorker::analyze(const Place& at, int index, const json& doc, DocumentOutcome& out) {
   for (const auto& ref : find_templates(doc)) out.reports.push_back(report_template(at, index, ref));
   if (opts_.format == OutputFormat::kNone) return Ok{};
   // Written out, the document would pass on what kubectl refuses: mutate stops instead.
@@ -177,7 +188,7 @@ Status DocumentWorker::analyze(const Place& at, int index, json& doc, DocumentOu
   }
   const bool changed =
       std::any_of(out.reports.begin(), out.reports.end(), [](const auto& r) { return r.result.mutated(); });
-  return changed ? write_changed(at, doc, out) : write_unchanged(at, out);
+  return changed ? write_changed(at, out) : write_unchanged(at, out);
 }
 
 // The engine's call on one template, with where it is in the file.
@@ -262,35 +273,37 @@ Status DocumentWorker::write_unchanged(const Place& at, DocumentOutcome& out) {
   return Ok{};
 }
 
-// The document's own text with the templates' lines added, verified by reading it back as the
-// patched object; a failure says why (with the anchor's line for an anchor conflict).
-Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, json& doc,
-                                                  const std::vector<TemplateReport>& reports) {
+namespace {
+
+// The changed templates' patches, in report order.
+std::vector<TemplatePatch> template_patches(const std::vector<TemplateReport>& reports) {
   std::vector<TemplatePatch> patches;
-  json combined = json::array();
-  for (const auto& rep : reports) {
-    if (!rep.result.mutated()) continue;
-    patches.push_back({rep.ref.pointer, &rep.result.patch});
-    append_in_document(rep.ref.pointer, rep.result.patch, combined);
-  }
-  auto edit = edit_in_place(raw.text, ydoc_, patches);
+  for (const auto& rep : reports)
+    if (rep.result.mutated()) patches.push_back({rep.ref.pointer, &rep.result.patch});
+  return patches;
+}
+
+}  // namespace
+
+// The document's own text with the plan written into it, verified by reading it back as the
+// original tree with the plan applied; a failure says why (with the anchor's line for an anchor
+// conflict).
+Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, const std::vector<TemplateReport>& reports) {
+  auto plan = plan_edits(ydoc_, template_patches(reports));
+  if (!plan) return plan.failure_part();
+  auto edit = edit_in_place(raw.text, ydoc_, *plan);
   if (!edit) return edit;
-  doc.patch_inplace(combined);  // `doc` is not needed unpatched any more
   if (auto parsed = parse_document(*edit, check_doc_); !parsed)
     return Failure{"the edited text does not parse: " + parsed.error()};
-  if (!equals_json(check_doc_.root, doc, node_budget(*edit))) {
+  if (!matches_plan(ydoc_.root, check_doc_.root, *plan, node_budget(*edit))) {
     // With aliases, the likely cause: an edited template reaches an anchored node that a place
     // shmguard leaves alone (or edits differently) shares. Re-emitting would expand the anchor.
-    if (ydoc_.has_aliases)
-      for (const auto& op : combined) {
-        const YamlNode* anchor = nullptr;  // the first anchored node on the op's way down
-        resolve(ydoc_.root, op["path"].get<std::string>(), &anchor);
-        if (anchor && anchor != ydoc_.root)
-          return Failure{
-              "an anchored node here is shared through an alias with a template shmguard does not change the same "
-              "way (not a training pod, opted out, or another size): editing it would change that one too",
-              anchor->line, static_cast<int>(EditFailure::kAnchorConflict)};
-      }
+    for (const auto& e : plan->edits)
+      if (e.anchor && e.anchor != ydoc_.root)
+        return Failure{
+            "an anchored node here is shared through an alias with a template shmguard does not change the same "
+            "way (not a training pod, opted out, or another size): editing it would change that one too",
+            e.anchor->line, static_cast<int>(EditFailure::kAnchorConflict)};
     return Failure{"the edited text does not read back as the patched object", 0,
                    static_cast<int>(EditFailure::kUnsupportedLayout)};
   }
@@ -301,11 +314,10 @@ Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, json& 
 Status DocumentWorker::reemit(const Place& at, DocumentOutcome& out) {
   if (!ydoc_.unshare(node_budget_))
     return Failure{at(0) + ": document expands to too many nodes (alias expansion?)"};
-  for (const auto& rep : out.reports) {
-    if (!rep.result.mutated()) continue;
-    if (auto applied = apply_patch(ydoc_, rep.ref.pointer, rep.result.patch); !applied)
-      return Failure{at(0) + ": internal error applying the patch to " + rep.ref.display_path() + ": " + applied.error()};
-  }
+  // Planned again on the unshared tree: every alias now has its own nodes to edit.
+  auto plan = plan_edits(ydoc_, template_patches(out.reports));
+  if (!plan) return Failure{at(0) + ": internal error applying the patches: " + plan.error()};
+  apply_plan(ydoc_, *plan);
   if (opts_.format == OutputFormat::kJson) return set_json(at, out);
   auto text = emit_yaml(ydoc_.root, node_budget_ * 2);
   if (!text) return Failure{at(text.line()) + ": " + text.error()};
@@ -320,10 +332,10 @@ Status DocumentWorker::reemit(const Place& at, DocumentOutcome& out) {
   return Ok{};
 }
 
-Status DocumentWorker::write_changed(const Place& at, json& doc, DocumentOutcome& out) {
+Status DocumentWorker::write_changed(const Place& at, DocumentOutcome& out) {
   SHMGUARD_ASSERT(opts_.format != OutputFormat::kNone);
   if (opts_.format == OutputFormat::kYaml) {
-    auto edit = surgical_edit(at.raw, doc, out.reports);
+    auto edit = surgical_edit(at.raw, out.reports);
     if (edit) {
       set_text(out, std::move(*edit), &check_doc_);
       return Ok{};

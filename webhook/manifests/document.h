@@ -61,6 +61,12 @@ class DocumentWorker {
   DocumentWorker(const config::Config& cfg, const DocumentOptions& opts) : cfg_(cfg), opts_(opts) {}
   // `file` and `index` (1-based within the file) are for the reports and messages.
   DocumentOutcome run(const std::string& file, int index, const RawDocument& raw);
+  // The same for a document the caller has parsed and checked already (fn: the ResourceList):
+  // `tree` is raw.text parsed by parse_document, `object` its to_json (a mapping with a kind). The
+  // worker takes the tree for the turn (swapped with its own arena) and gives it back, unchanged
+  // unless the document was re-emitted.
+  DocumentOutcome run_parsed(const std::string& file, int index, const RawDocument& raw, YamlDocument& tree,
+                             const nlohmann::json& object);
 
  private:
   struct Place {
@@ -68,15 +74,14 @@ class DocumentWorker {
     const RawDocument& raw;
     std::string operator()(int rel_line) const;  // "file:line" of a line of the document
   };
-  Status analyze(const Place& at, int index, nlohmann::json& doc, DocumentOutcome& out);
+  Status analyze(const Place& at, int index, const nlohmann::json& doc, DocumentOutcome& out);
   TemplateReport report_template(const Place& at, int index, const TemplateRef& ref) const;
   void place_warnings(TemplateReport& rep, int first_line) const;
   int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
   void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;
   Status write_unchanged(const Place& at, DocumentOutcome& out);
-  Status write_changed(const Place& at, nlohmann::json& doc, DocumentOutcome& out);
-  Result<std::string> surgical_edit(const RawDocument& raw, nlohmann::json& doc,
-                                    const std::vector<TemplateReport>& reports);
+  Status write_changed(const Place& at, DocumentOutcome& out);
+  Result<std::string> surgical_edit(const RawDocument& raw, const std::vector<TemplateReport>& reports);
   Status reemit(const Place& at, DocumentOutcome& out);
   Status set_json(const Place& at, DocumentOutcome& out);
 

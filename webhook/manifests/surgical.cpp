@@ -14,13 +14,6 @@ struct Unsupported {
   std::string why;
 };
 
-// Templates that share an anchored node need different edits there: no edit of the text serves
-// both, and re-emitting would expand the anchor.
-struct AnchorConflict {
-  std::string why;
-  int line;  // the anchored node's, within the document
-};
-
 // How the document writes block collections, read off the document itself.
 struct Style {
   int step = 2;        // a nested mapping's indent relative to its key
@@ -191,58 +184,26 @@ struct Edit {
   std::size_t owner = 0;
 };
 
-// One entry to add at the end of a collection: a key and value for a mapping, a value for a sequence.
-struct Entry {
-  std::string key;
-  json value;
-  std::string from;                 // the template whose patch adds it
-  const YamlNode* anchor = nullptr;  // reached through this anchored node: other templates may share it
-};
-
 class Editor {
  public:
   Editor(const std::string& text, const YamlDocument& doc)
       : text_(text), doc_(doc), index_(text), st_(detect_style(text, doc.root)) {}
 
-  void add_patch(const std::string& prefix, const json& ops) {
-    for (const auto& op : ops) {
-      const std::string kind = op.at("op").get<std::string>();
-      const std::string path = prefix + op.at("path").get<std::string>();
-      const auto slash = path.rfind('/');
-      if (slash == std::string::npos) throw Unsupported{"cannot patch the document root"};
-      const std::string parent_ptr = path.substr(0, slash);
-      const std::string last = pointer_tokens(path.substr(slash)).back();
-      const YamlNode* anchor = nullptr;
-      const YamlNode* parent = resolve(doc_.root, parent_ptr, &anchor);
-      if (!parent) throw Unsupported{"path " + path + " does not resolve"};
-      const json& value = op.at("value");
-      if (kind == "add" && parent->kind == YamlNode::Kind::kSequence && last == "-") {
-        append(parent, {"", value, prefix, anchor});
+  std::string apply(const EditPlan& plan) {
+    // Appends to one collection are written together, in plan order; the first edit places them.
+    std::vector<std::pair<const YamlNode*, std::vector<const PlannedEdit*>>> appends;
+    for (const auto& e : plan.edits) {
+      if (e.shared) continue;  // asked for again through an alias: written once
+      if (e.op == EditOp::kReplace) {
+        replace(e);
         continue;
       }
-      if ((kind == "add" || kind == "replace") && parent->kind == YamlNode::Kind::kMap) {
-        const YamlNode* key = nullptr;
-        const YamlNode* old = nullptr;
-        for (const auto& [k, v] : parent->pairs)
-          if (k->kind == YamlNode::Kind::kScalar && k->value == last) key = k, old = v;
-        if (!old && kind == "add") {
-          append(parent, {last, value, prefix, anchor});
-          continue;
-        }
-        if (old) {
-          if (old->anchored) throw Unsupported{"the value at " + path + " carries an anchor"};
-          if (anchor && shared_replace(old, value, anchor)) continue;
-          replace(parent, key, old, value);
-          continue;
-        }
-      }
-      throw Unsupported{"unsupported operation " + kind + " " + path};
+      auto group = std::find_if(appends.begin(), appends.end(), [&](const auto& a) { return a.first == e.parent; });
+      if (group == appends.end()) appends.push_back({e.parent, {&e}});
+      else group->second.push_back(&e);
     }
-  }
-
-  std::string apply() {
     std::vector<Edit> edits = std::move(edits_);
-    for (const auto& [node, entries] : appends_) edits.push_back(append_edit(node, entries));
+    for (const auto& [node, entries] : appends) edits.push_back(append_edit(node, entries));
     if (std::any_of(edits.begin(), edits.end(), [](const Edit& e) { return e.eol_first; }))
       if (auto strip = strip_last_block_scalar()) edits.push_back(*strip);
     std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
@@ -268,45 +229,6 @@ class Editor {
   TextIndex index_;
   Style st_;
   std::vector<Edit> edits_;
-  std::vector<std::pair<const YamlNode*, std::vector<Entry>>> appends_;  // in patch order
-
-  std::vector<std::pair<const YamlNode*, json>> replaced_;  // values replaced through an anchor
-
-  [[noreturn]] static void conflict(const YamlNode* anchor, const std::string& what) {
-    throw AnchorConflict{"templates sharing the anchor here need different edits under it (" + what + ")",
-                         anchor->line};
-  }
-
-  // Templates reaching one node through an anchor each ask for their edit; the text gets it once.
-  void append(const YamlNode* parent, Entry e) {
-    for (auto& [node, entries] : appends_) {
-      if (node != parent) continue;
-      if (e.anchor) {
-        for (const auto& prior : entries) {
-          if (prior.from == e.from || prior.key != e.key) continue;
-          if (prior.value == e.value) return;  // the same edit, asked for by another alias
-          if (!e.key.empty()) conflict(e.anchor, "different values for " + e.key);
-        }
-        // A sequence: another alias appending a different element is a conflict too.
-        for (const auto& prior : entries)
-          if (prior.from != e.from && e.key.empty()) conflict(e.anchor, "different entries added to one list");
-      }
-      entries.push_back(std::move(e));
-      return;
-    }
-    appends_.push_back({parent, {std::move(e)}});
-  }
-
-  // True when another alias already replaced `old` with `value`; a different value conflicts.
-  bool shared_replace(const YamlNode* old, const json& value, const YamlNode* anchor) {
-    for (const auto& [node, v] : replaced_) {
-      if (node != old) continue;
-      if (v == value) return true;
-      conflict(anchor, "different values for one field");
-    }
-    replaced_.emplace_back(old, value);
-    return false;
-  }
 
   // Where a new line goes after the text ending at byte `pos`: the start of the next line (or
   // `pos` itself when it already is a line start, as after a block scalar). `eol_first` when the
@@ -355,7 +277,7 @@ class Editor {
   }
 
 
-  Edit append_edit(const YamlNode* node, const std::vector<Entry>& entries) {
+  Edit append_edit(const YamlNode* node, const std::vector<const PlannedEdit*>& entries) {
     const bool seq = node->kind == YamlNode::Kind::kSequence;
     const bool empty = seq ? node->items.empty() : node->pairs.empty();
     if (node->flow) return flow_append(node, entries, seq, empty);
@@ -371,20 +293,20 @@ class Editor {
       const YamlNode* first = node->items.front();
       if (first->kind == YamlNode::Kind::kMap && !first->flow && !first->pairs.empty() && first->line == node->line)
         item_indent = first->pairs.front().first->column - node->column;
-      for (const auto& en : entries) w.item(en.value, node->column, std::max(2, item_indent));
+      for (const auto* en : entries) w.item(en->value, node->column, std::max(2, item_indent));
     } else {
-      for (const auto& en : entries) w.pair(en.key, en.value, node->pairs.front().first->column);
+      for (const auto* en : entries) w.pair(en->key, en->value, node->pairs.front().first->column);
     }
     return e;
   }
 
-  std::string flow_entry(const Entry& en, bool seq, int indent) const {
+  std::string flow_entry(const PlannedEdit& en, bool seq, int indent) const {
     std::string v = st_.pretty ? json_text(en.value, indent, st_.step, st_.eol) : flow_text(en.value, st_.json);
     if (seq) return v;
     return key_text(en.key, st_.json, true) + ": " + v;
   }
 
-  Edit flow_append(const YamlNode* node, const std::vector<Entry>& entries, bool seq, bool empty) {
+  Edit flow_append(const YamlNode* node, const std::vector<const PlannedEdit*>& entries, bool seq, bool empty) {
     const std::size_t start = index_.byte(node->start), end = index_.byte(node->end);
     if (end == 0 || end > text_.size() || end <= start) throw Unsupported{"a flow collection without bounds"};
     const char close = seq ? ']' : '}';
@@ -399,9 +321,9 @@ class Editor {
       e.insert = seq ? "[" : "{";
       for (std::size_t i = 0; i < entries.size(); ++i) {
         if (st_.pretty) {
-          e.insert += (i ? "," : "") + st_.eol + pad(indent + st_.step) + flow_entry(entries[i], seq, indent + st_.step);
+          e.insert += (i ? "," : "") + st_.eol + pad(indent + st_.step) + flow_entry(*entries[i], seq, indent + st_.step);
         } else {
-          e.insert += (i ? ", " : "") + flow_entry(entries[i], seq, 0);
+          e.insert += (i ? ", " : "") + flow_entry(*entries[i], seq, 0);
         }
       }
       e.insert += st_.pretty ? st_.eol + pad(indent) + close : std::string(1, close);
@@ -416,16 +338,21 @@ class Editor {
       throw Unsupported{"a multi-line flow collection with comments"};
     e.at = trailing_comma ? q - 1 : q;
     const int indent = multiline ? line_indent(q - 1) : 0;
-    for (const auto& en : entries) {
+    for (const auto* en : entries) {
       e.insert += multiline ? "," + st_.eol + pad(indent) : ", ";
-      e.insert += flow_entry(en, seq, indent);
+      e.insert += flow_entry(*en, seq, indent);
     }
     if (trailing_comma) e.insert += ",";
     e.erase = trailing_comma ? 1 : 0;
     return e;
   }
 
-  void replace(const YamlNode* parent, const YamlNode* key, const YamlNode* old, const json& value) {
+  void replace(const PlannedEdit& plan) {
+    const YamlNode* parent = plan.parent;
+    const YamlNode* key = plan.key_node;
+    const YamlNode* old = plan.old;
+    const json& value = plan.value;
+    if (old->anchored) throw Unsupported{"the value at " + plan.path + " carries an anchor"};
     const std::size_t start = index_.byte(old->start), end = index_.byte(old->end);
     if (old->kind == YamlNode::Kind::kScalar && !value.is_structured()) {
       if (old->style == ScalarStyle::kLiteral || old->style == ScalarStyle::kFolded)
@@ -445,8 +372,9 @@ class Editor {
       edits_.push_back(Edit{.at = start, .erase = end - start, .insert = text, .owner = old->start});
       return;
     }
-    if (old->kind != YamlNode::Kind::kScalar) throw Unsupported{"replacing a block collection"};
     if (!value.is_structured() || value.empty()) throw Unsupported{"replacing with an empty collection"};
+    if (parent->kind == YamlNode::Kind::kSequence) return replace_item(old, value);
+    if (old->kind != YamlNode::Kind::kScalar) throw Unsupported{"replacing a block collection"};
     // "key: null" / "key:" in a block mapping: the value moves to the lines below the key.
     std::size_t erase_from = start;
     while (erase_from > 0 && text_[erase_from - 1] == ' ') --erase_from;
@@ -468,19 +396,34 @@ class Editor {
     }
     edits_.push_back(std::move(e));
   }
+
+  // An item of a block sequence becomes a mapping: its lines, from just after its "- " to the end
+  // of its last line, are written again with the new keys where the old ones began.
+  void replace_item(const YamlNode* old, const json& value) {
+    if (!value.is_object() || old->flow) throw Unsupported{"replacing a sequence item with this shape"};
+    bool eol_first = false;
+    Edit e;
+    e.owner = old->start;
+    e.at = index_.byte(old->start);
+    const std::size_t to = line_after(index_.byte(old->end), eol_first);
+    e.erase = to - e.at;
+    BlockWriter w(st_, e.insert);
+    bool first = true;
+    for (const auto& [k, x] : kube_members(value)) {
+      w.pair(k, *x, old->column, first);
+      first = false;
+    }
+    if (eol_first) e.insert.erase(e.insert.size() - st_.eol.size());  // the text ended without a line break
+    edits_.push_back(std::move(e));
+  }
 };
 
 }  // namespace
 
-Result<std::string> edit_in_place(const std::string& text, const YamlDocument& doc,
-                                  const std::vector<TemplatePatch>& patches) {
+Result<std::string> edit_in_place(const std::string& text, const YamlDocument& doc, const EditPlan& plan) {
   if (!doc.root) return Failure{"empty document", 0, static_cast<int>(EditFailure::kUnsupportedLayout)};
   try {
-    Editor ed(text, doc);
-    for (const auto& p : patches) ed.add_patch(p.pointer, *p.ops);
-    return ed.apply();
-  } catch (const AnchorConflict& c) {
-    return Failure{c.why, c.line, static_cast<int>(EditFailure::kAnchorConflict)};
+    return Editor(text, doc).apply(plan);
   } catch (const Unsupported& u) {
     return Failure{u.why, 0, static_cast<int>(EditFailure::kUnsupportedLayout)};
   } catch (const std::exception& e) {

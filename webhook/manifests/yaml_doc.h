@@ -3,7 +3,7 @@
 //   yaml_read.cpp     a stream split into documents (their exact text); libyaml's events built into
 //                     an order-preserving node tree that remembers every scalar's style and span
 //   yaml_convert.cpp  the tree as JSON, the way the Kubernetes API reads YAML; JSON into the tree
-//   yaml_patch.cpp    JSON pointers into the tree; a JSON patch applied to it in place
+//   yaml_patch.cpp    JSON pointers into the tree (edit_plan.h plans and applies patches with them)
 //   yaml_emit.cpp     YAML/JSON written out keeping key order and every value's type
 #pragma once
 
@@ -152,10 +152,6 @@ Result<nlohmann::json> to_json(const YamlNode* node, std::size_t budget);
 // True when `node` reads as exactly `expected` (as to_json would convert it), without building
 // the JSON. False too when the walk exceeds `budget` nodes.
 bool equals_json(const YamlNode* node, const nlohmann::json& expected, std::size_t budget);
-
-// Applies RFC 6902 add/replace/remove operations to the tree, with `prefix` (a JSON pointer)
-// prepended to each path (yaml_patch.cpp). Fails when a path does not resolve.
-Status apply_patch(YamlDocument& doc, const std::string& prefix, const nlohmann::json& patch);
 
 // ---- yaml_emit.cpp ----
 

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "admission/review.h"
+#include "base/text.h"
 #include "server/log.h"
 
 namespace shmguard::server {
@@ -25,9 +26,7 @@ bool json_content_type(const std::string* ct) {
   if (!ct) return false;
   std::string lower;
   for (char c : *ct) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string media = lower.substr(0, lower.find(';'));
-  while (!media.empty() && media.back() == ' ') media.pop_back();
-  return media == "application/json";
+  return trim_end(std::string_view(lower).substr(0, lower.find(';'))) == "application/json";
 }
 
 }  // namespace
@@ -120,7 +119,7 @@ void WebhookServer::route(const Route* routes, std::size_t n, const char* not_fo
   const char* allowed = nullptr;
   for (const Route* r = routes; r != routes + n; ++r) {
     if (req.path != r->path) continue;
-    if (req.method == r->method) return (this->*r->handler)(req, res);
+    if (req.method == r->method || (r->head_too && req.method == "HEAD")) return (this->*r->handler)(req, res);
     if (!allowed) allowed = r->method;
   }
   res.status = allowed ? 405 : 404;
@@ -141,9 +140,9 @@ void WebhookServer::handle_https(const HttpRequest& req, HttpResponse& res) {
 // The plain port: probes and Prometheus, GET or HEAD.
 void WebhookServer::handle_http(const HttpRequest& req, HttpResponse& res) {
   static constexpr Route kRoutes[] = {
-      {"GET", "/metrics", &WebhookServer::metrics}, {"HEAD", "/metrics", &WebhookServer::metrics},
-      {"GET", "/healthz", &WebhookServer::healthz}, {"HEAD", "/healthz", &WebhookServer::healthz},
-      {"GET", "/readyz", &WebhookServer::readyz},   {"HEAD", "/readyz", &WebhookServer::readyz},
+      {"GET", "/metrics", &WebhookServer::metrics, true},
+      {"GET", "/healthz", &WebhookServer::healthz, true},
+      {"GET", "/readyz", &WebhookServer::readyz, true},
   };
   route(kRoutes, std::size(kRoutes), "not found\n", req, res);
 }

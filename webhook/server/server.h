@@ -51,13 +51,15 @@ class WebhookServer {
   void check_reload();
   std::shared_ptr<const config::Config> config() const;
   Status setup_tls();
-  // A port's routes: the first row with the request's path and method answers it; a path in no
-  // row is a 404 (`not_found`), a path with other methods only a 405 ("use <method>").
+  // A port's routes: the first row with the request's path and method (or HEAD, for a row that
+  // answers it too) answers it; a path in no row is a 404 (`not_found`), a path with other methods
+  // only a 405 ("use <method>").
   using Handler = void (WebhookServer::*)(const HttpRequest&, HttpResponse&);
   struct Route {
     const char* method;
     const char* path;
     Handler handler;
+    bool head_too = false;  // HEAD is answered as this GET (the body left out by the HTTP layer)
   };
   void route(const Route* routes, std::size_t n, const char* not_found, const HttpRequest& req, HttpResponse& res);
   void handle_https(const HttpRequest& req, HttpResponse& res);
