@@ -16,9 +16,7 @@ struct Unsupported {
 
 // How the document writes block collections, read off the document itself.
 struct Style {
-  int step = 2;        // a nested mapping's indent relative to its key
-  int seq_indent = -1; // a sequence's "-" relative to its key (0: "key:\n- a"); -1 unknown
-  int item_indent = 2; // a mapping item's keys relative to its "-"
+  BlockLayout block{.step = 2, .seq_indent = -1, .item_indent = 2};  // seq_indent -1: not seen yet
   bool json = false;   // the document is JSON: insert JSON
   bool pretty = false; // ... pretty-printed over several lines (else inserted JSON stays on one line)
   std::string eol = "\n";
@@ -31,7 +29,7 @@ Style detect_style(const std::string& text, const YamlNode* root) {
   bool step_found = false, item_found = false;
   std::size_t budget = 20000;
   std::vector<const YamlNode*> todo{root};
-  while (!todo.empty() && budget-- > 0 && !(step_found && item_found && st.seq_indent >= 0)) {
+  while (!todo.empty() && budget-- > 0 && !(step_found && item_found && st.block.seq_indent >= 0)) {
     const YamlNode* n = todo.back();
     todo.pop_back();
     if (n->flow) continue;
@@ -40,12 +38,12 @@ Style detect_style(const std::string& text, const YamlNode* root) {
         const auto [k, v] = *it;
         if (!v->flow && v->kind == YamlNode::Kind::kMap && !v->pairs.empty() && !step_found &&
             v->line > k->line) {
-          st.step = std::max(1, v->pairs.front().first->column - k->column);
+          st.block.step = std::max(1, v->pairs.front().first->column - k->column);
           step_found = true;
         }
-        if (!v->flow && v->kind == YamlNode::Kind::kSequence && !v->items.empty() && st.seq_indent < 0 &&
+        if (!v->flow && v->kind == YamlNode::Kind::kSequence && !v->items.empty() && st.block.seq_indent < 0 &&
             v->line > k->line)
-          st.seq_indent = std::max(0, v->column - k->column);
+          st.block.seq_indent = std::max(0, v->column - k->column);
         todo.push_back(v);
       }
     } else if (n->kind == YamlNode::Kind::kSequence) {
@@ -53,16 +51,16 @@ Style detect_style(const std::string& text, const YamlNode* root) {
         const YamlNode* item = *it;
         if (!item->flow && item->kind == YamlNode::Kind::kMap && !item->pairs.empty() && !item_found &&
             item->line == n->line) {
-          st.item_indent = std::max(2, item->pairs.front().first->column - n->column);
+          st.block.item_indent = std::max(2, item->pairs.front().first->column - n->column);
           item_found = true;
         }
         todo.push_back(item);
       }
     }
   }
-  if (st.seq_indent < 0) st.seq_indent = st.step;
+  if (st.block.seq_indent < 0) st.block.seq_indent = st.block.step;
   if (st.json && !root->pairs.empty() && root->pairs.front().first->line > root->line) {
-    st.step = std::max(1, root->pairs.front().first->column - root->column);
+    st.block.step = std::max(1, root->pairs.front().first->column - root->column);
     st.pretty = true;
   }
   return st;
@@ -133,47 +131,6 @@ std::string json_text(const json& v, int indent, int step, const std::string& eo
   return out + eol + pad(indent) + (obj ? "}" : "]");
 }
 
-class BlockWriter {
- public:
-  BlockWriter(const Style& st, std::string& out) : st_(st), out_(out) {}
-
-  // "key: value" at `indent`; with `lead` the caller already wrote what precedes the key.
-  void pair(const std::string& key, const json& v, int indent, bool lead = false) {
-    if (!lead) out_ += pad(indent);
-    out_ += key_text(key, false, false) + ":";
-    if (v.is_object() && !v.empty()) {
-      out_ += st_.eol;
-      for (const auto& [k, x] : kube_members(v)) pair(k, *x, indent + st_.step);
-    } else if (v.is_array() && !v.empty()) {
-      out_ += st_.eol;
-      for (const auto& x : v) item(x, indent + st_.seq_indent, st_.item_indent);
-    } else {
-      out_ += " " + scalar_text(v, false, false) + st_.eol;
-    }
-  }
-
-  // "- item" with its "-" at `dash`; a mapping item's keys start at dash + item_indent.
-  void item(const json& v, int dash, int item_indent) {
-    out_ += pad(dash) + "-";
-    if (v.is_object() && !v.empty()) {
-      out_ += pad(item_indent - 1);
-      bool first = true;
-      for (const auto& [k, x] : kube_members(v)) {
-        pair(k, *x, dash + item_indent, first);
-        first = false;
-      }
-    } else if (v.is_array() && !v.empty()) {
-      out_ += " " + flow_text(v, false) + st_.eol;
-    } else {
-      out_ += " " + scalar_text(v, false, false) + st_.eol;
-    }
-  }
-
- private:
-  const Style& st_;
-  std::string& out_;
-};
-
 struct Edit {
   std::size_t at = 0;
   std::size_t erase = 0;
@@ -229,6 +186,17 @@ class Editor {
   TextIndex index_;
   Style st_;
   std::vector<Edit> edits_;
+
+  // `value` (a collection with entries) as block lines at `indent` by the manifests' emitter, in
+  // `layout` and the document's line endings; the first line without its indent when `inline_first`.
+  std::string block(const json& value, int indent, bool inline_first, const BlockLayout& layout) const {
+    auto lines = emit_yaml_block(value, indent, inline_first, layout, true, node_budget(text_));
+    if (!lines) throw Unsupported{"writing the new lines: " + lines.error()};
+    if (st_.eol == "\n") return std::move(*lines);
+    std::string out;
+    for (char c : *lines) out += c == '\n' ? st_.eol : std::string(1, c);
+    return out;
+  }
 
   // Where a new line goes after the text ending at byte `pos`: the start of the next line (or
   // `pos` itself when it already is a line start, as after a block scalar). `eol_first` when the
@@ -287,21 +255,21 @@ class Editor {
     e.owner = node->start;
     e.at = line_after(index_.byte(node->end), eol_first);
     e.eol_first = eol_first;
-    BlockWriter w(st_, e.insert);
     if (seq) {
-      int item_indent = st_.item_indent;
+      BlockLayout layout = st_.block;  // this sequence's own items say where their keys go
       const YamlNode* first = node->items.front();
       if (first->kind == YamlNode::Kind::kMap && !first->flow && !first->pairs.empty() && first->line == node->line)
-        item_indent = first->pairs.front().first->column - node->column;
-      for (const auto* en : entries) w.item(en->value, node->column, std::max(2, item_indent));
+        layout.item_indent = std::max(2, first->pairs.front().first->column - node->column);
+      for (const auto* en : entries) e.insert += block(json::array({en->value}), node->column, false, layout);
     } else {
-      for (const auto* en : entries) w.pair(en->key, en->value, node->pairs.front().first->column);
+      const int indent = node->pairs.front().first->column;
+      for (const auto* en : entries) e.insert += block(json::object({{en->key, en->value}}), indent, false, st_.block);
     }
     return e;
   }
 
   std::string flow_entry(const PlannedEdit& en, bool seq, int indent) const {
-    std::string v = st_.pretty ? json_text(en.value, indent, st_.step, st_.eol) : flow_text(en.value, st_.json);
+    std::string v = st_.pretty ? json_text(en.value, indent, st_.block.step, st_.eol) : flow_text(en.value, st_.json);
     if (seq) return v;
     return key_text(en.key, st_.json, true) + ": " + v;
   }
@@ -321,7 +289,7 @@ class Editor {
       e.insert = seq ? "[" : "{";
       for (std::size_t i = 0; i < entries.size(); ++i) {
         if (st_.pretty) {
-          e.insert += (i ? "," : "") + st_.eol + pad(indent + st_.step) + flow_entry(*entries[i], seq, indent + st_.step);
+          e.insert += (i ? "," : "") + st_.eol + pad(indent + st_.block.step) + flow_entry(*entries[i], seq, indent + st_.block.step);
         } else {
           e.insert += (i ? ", " : "") + flow_entry(*entries[i], seq, 0);
         }
@@ -368,7 +336,7 @@ class Editor {
     }
     if (parent->flow || st_.json) {
       const int indent = line_indent(start);
-      std::string text = st_.pretty ? json_text(value, indent, st_.step, st_.eol) : flow_text(value, st_.json);
+      std::string text = st_.pretty ? json_text(value, indent, st_.block.step, st_.eol) : flow_text(value, st_.json);
       edits_.push_back(Edit{.at = start, .erase = end - start, .insert = text, .owner = old->start});
       return;
     }
@@ -387,13 +355,8 @@ class Editor {
     e.owner = key->start;
     e.at = line_after(std::max(end, index_.byte(key->end)), eol_first);
     e.eol_first = eol_first;
-    BlockWriter w(st_, e.insert);
-    const int col = key->column;
-    if (value.is_object()) {
-      for (const auto& [k, x] : kube_members(value)) w.pair(k, *x, col + st_.step);
-    } else {
-      for (const auto& x : value) w.item(x, col + st_.seq_indent, st_.item_indent);
-    }
+    const int indent = key->column + (value.is_object() ? st_.block.step : st_.block.seq_indent);
+    e.insert = block(value, indent, false, st_.block);
     edits_.push_back(std::move(e));
   }
 
@@ -407,12 +370,7 @@ class Editor {
     e.at = index_.byte(old->start);
     const std::size_t to = line_after(index_.byte(old->end), eol_first);
     e.erase = to - e.at;
-    BlockWriter w(st_, e.insert);
-    bool first = true;
-    for (const auto& [k, x] : kube_members(value)) {
-      w.pair(k, *x, old->column, first);
-      first = false;
-    }
+    e.insert = block(value, old->column, true, st_.block);
     if (eol_first) e.insert.erase(e.insert.size() - st_.eol.size());  // the text ended without a line break
     edits_.push_back(std::move(e));
   }

@@ -159,10 +159,21 @@ bool equals_json(const YamlNode* node, const nlohmann::json& expected, std::size
 // their quoting style; new strings that would read back as another type are quoted.
 Result<std::string> emit_yaml(const YamlNode* node, std::size_t budget);
 
-// New content as block YAML, written by the same emitter: `value` (a JSON object, its members in
-// its own order) as mapping lines at `indent`, the first without its indent when `inline_first`
-// (after the caller's "- ").
-Result<std::string> emit_yaml_mapping(const nlohmann::json& value, int indent, bool inline_first, std::size_t budget);
+// How block YAML is laid out: kubectl's by default; the splicer passes the one it read off the
+// document it edits.
+struct BlockLayout {
+  int step = 2;         // a nested mapping's keys, relative to its key
+  int seq_indent = 0;   // a sequence's "-", relative to its key
+  int item_indent = 2;  // a mapping item's keys, relative to its "-"
+};
+
+// New content as block YAML, written by the same emitter as whole documents: `value`'s members (an
+// object) as mapping lines, or its items (an array) as "-" lines, at `indent`; the first without
+// its indent when `inline_first` (the caller wrote it, or a "- "). Members in Kubernetes' order
+// ("name" first) with `name_first`, else in the object's own. Fails for a scalar or an empty
+// collection (written inline by the caller).
+Result<std::string> emit_yaml_block(const nlohmann::json& value, int indent, bool inline_first, const BlockLayout& layout,
+                                    bool name_first, std::size_t budget);
 
 // Emits pretty JSON with the document's key order. `indent` is the starting indent level.
 Result<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent);

@@ -56,7 +56,7 @@ std::string single_quoted(std::string_view s) {
 
 class YamlEmitter {
  public:
-  explicit YamlEmitter(std::size_t budget) : budget_(budget) {}
+  explicit YamlEmitter(std::size_t budget, const BlockLayout& layout = {}) : budget_(budget), layout_(layout) {}
   std::string out;
 
   void document(const YamlNode* n) {
@@ -70,11 +70,16 @@ class YamlEmitter {
     }
   }
 
-  // A mapping's lines at `indent`; `inline_first`: the caller already wrote the first one's indent.
-  void mapping(const YamlNode* n, int indent, bool inline_first) { map(n, indent, inline_first); }
+  // A collection's lines at `indent` (a mapping's keys, a sequence's dashes); `inline_first`: the
+  // caller already wrote the first one's indent.
+  void block(const YamlNode* n, int indent, bool inline_first) {
+    if (n->kind == YamlNode::Kind::kMap) map(n, indent, inline_first);
+    else seq(n, indent, inline_first);
+  }
 
  private:
   std::size_t budget_;
+  BlockLayout layout_;
 
   void tick() {
     if (budget_ == 0) throw BudgetExceeded{};
@@ -155,12 +160,12 @@ class YamlEmitter {
       out += ':';
       if (v->kind == YamlNode::Kind::kMap && !v->pairs.empty()) {
         out += tag_prefix(v).empty() ? "\n" : " " + tag_prefix(v) + "\n";
-        map(v, indent + 2, false);
+        map(v, indent + layout_.step, false);
       } else if (v->kind == YamlNode::Kind::kSequence && !v->items.empty()) {
         out += tag_prefix(v).empty() ? "\n" : " " + tag_prefix(v) + "\n";
-        seq(v, indent);
+        seq(v, indent + layout_.seq_indent);
       } else {
-        std::string value = inline_value(v, indent + 2);
+        std::string value = inline_value(v, indent + layout_.step);
         if (!value.empty()) out += ' ';
         out += value;
         out += '\n';
@@ -174,10 +179,13 @@ class YamlEmitter {
       tick();
       if (!(first && inline_first)) out += pad(indent);
       first = false;
-      out += "- ";
       if (item->kind == YamlNode::Kind::kMap && !item->pairs.empty() && item->tag.empty()) {
-        map(item, indent + 2, true);
-      } else if (item->kind == YamlNode::Kind::kSequence && !item->items.empty() && item->tag.empty()) {
+        out += "-" + pad(layout_.item_indent - 1);
+        map(item, indent + layout_.item_indent, true);
+        continue;
+      }
+      out += "- ";
+      if (item->kind == YamlNode::Kind::kSequence && !item->items.empty() && item->tag.empty()) {
         seq(item, indent + 2, true);
       } else if (item->kind != YamlNode::Kind::kScalar && !(item->pairs.empty() && item->items.empty())) {
         out += tag_prefix(item) + "\n";
@@ -244,13 +252,15 @@ Result<std::string> emit_yaml(const YamlNode* node, std::size_t budget) {
   });
 }
 
-Result<std::string> emit_yaml_mapping(const json& value, int indent, bool inline_first, std::size_t budget) {
-  if (!value.is_object()) return Failure{"not an object"};
-  YamlDocument doc;
-  const YamlNode* node = from_json(doc, value, false);
+Result<std::string> emit_yaml_block(const json& value, int indent, bool inline_first, const BlockLayout& layout,
+                                    bool name_first, std::size_t budget) {
+  if (!value.is_structured() || value.empty()) return Failure{"not a mapping or sequence with entries"};
+  thread_local YamlDocument scratch;  // an arena reused, as parse_document reuses one
+  scratch.clear();
+  const YamlNode* node = from_json(scratch, value, name_first);
   return guarded([&] {
-    YamlEmitter e(budget);
-    e.mapping(node, indent, inline_first);
+    YamlEmitter e(budget, layout);
+    e.block(node, indent, inline_first);
     return std::move(e.out);
   });
 }
