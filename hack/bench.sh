@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks (numbers, not pass/fail tests):
 #   1. Google Benchmark: the engine and the whole admission call on a ~4 KB pod.
-#   2. wrk over TLS keep-alive against `shmguard serve`: 64 and 4 connections, requests/s and
-#      latency percentiles, and the server's peak resident memory.
+#   2. wrk over TLS keep-alive against `shmguard serve`: 64 and 4 connections, requests/s; the
+#      latency percentiles at 4 connections from hack/bench/latprobe (a closed loop whose figures
+#      obey Little's law; wrk's do not against shmguard); the server's peak resident memory; the
+#      Go net/http peer (hack/bench/go-baseline) measured the same way right after.
 #   3. `shmguard mutate` over a generated 10,000-document file vs PyYAML load+dump (and, with
 #      SHMGUARD_BENCH_BASELINE=/path/to/an/older/shmguard, that binary with one thread, same input).
 #   4. `shmguard monitor` and `shmguard top -A` against a fake fleet (hack/bench/fake_fleet.py: an
@@ -33,6 +35,18 @@ server)
   echo "== server: wrk over TLS keep-alive, review of $(wc -c <"$root/hack/bench/review.json") bytes"
   "$root/hack/gen-certs.sh" "$work/certs" >/dev/null
   export SHMGUARD_REVIEW="$root/hack/bench/review.json"
+  # Latency percentiles come from the closed-loop probe (hack/bench/latprobe): wrk's own percentiles
+  # break Little's law against shmguard (README "Performance"); wrk gives requests/s.
+  have_go=; { command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]]; } && have_go=1
+  if [[ -n $have_go ]]; then
+    (cd "$root/hack/bench/latprobe" && PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local go build -o "$work/latprobe" .)
+  fi
+  probe() {  # probe LABEL PORT: per-request latency at 4 connections
+    [[ -n $have_go ]] || return 0
+    GOMAXPROCS=2 "$work/latprobe" -url "https://127.0.0.1:$2/mutate?timeout=5s" -c 4 -d 2s -body "$SHMGUARD_REVIEW" >/dev/null
+    echo "$1 probe connections=4 $(GOMAXPROCS=2 "$work/latprobe" -url "https://127.0.0.1:$2/mutate?timeout=5s" -c 4 \
+      -d "$duration" -body "$SHMGUARD_REVIEW")"
+  }
   # SHMGUARD_BENCH_BASELINE=/path/to/an/older/shmguard runs it too, right after, on the same cores.
   for label_bin in "shmguard=$bin" ${SHMGUARD_BENCH_BASELINE:+"baseline=$SHMGUARD_BENCH_BASELINE"}; do
     label=${label_bin%%=*}; sbin=${label_bin#*=}
@@ -48,11 +62,12 @@ server)
       line=$(wrk -t$threads -c$conns -d"$duration" --latency -s "$root/hack/bench/review.lua" "https://127.0.0.1:$port" | grep '^BENCH')
       echo "$label connections=$conns $line"
     done
+    probe "$label" "$port"
     echo "$label server peak RSS: $(($(peak_rss_kb "$pid") / 1024)) MiB"
     kill -TERM "$pid"; wait "$pid" || true; pid=
   done
   # The Go-shaped baseline: net/http doing the same job, measured right after on the same cores.
-  if command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]]; then
+  if [[ -n $have_go ]]; then
     (cd "$root/hack/bench/go-baseline" && PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local go build -o "$work/go-baseline" .)
     gport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     "$work/go-baseline" -addr "127.0.0.1:$gport" -cert "$work/certs/tls.crt" -key "$work/certs/tls.key" 2>/dev/null &
@@ -63,6 +78,7 @@ server)
       gline=$(wrk -t2 -c$conns -d"$duration" --latency -s "$root/hack/bench/review.lua" "https://127.0.0.1:$gport" | grep '^BENCH')
       echo "go net/http baseline connections=$conns $gline"
     done
+    probe "go net/http baseline" "$gport"
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
   fi
   ;;

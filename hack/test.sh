@@ -83,11 +83,13 @@ fi
 
 if [[ "${SHMGUARD_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # ThreadSanitizer over the offline runner's threads (mutate/check -j): its unit test runs one to
-  # eight threads over streams of 600-700 documents.
+  # eight threads over streams of 600-700 documents; and over the server's workers, which share one
+  # epoll set and hand connections between them (event_loop_test).
   tsan() {
-    SHMGUARD_TARGETS=offline_test "$root/hack/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DSHMGUARD_SANITIZE=thread -DSHMGUARD_BUILD_BENCH=OFF
+    SHMGUARD_TARGETS="offline_test event_loop_test" "$root/hack/build.sh" "$root/build-tsan" \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHMGUARD_SANITIZE=thread -DSHMGUARD_BUILD_BENCH=OFF
     TSAN_OPTIONS=halt_on_error=1 "$root/build-tsan/tests/offline_test"
+    TSAN_OPTIONS=halt_on_error=1 "$root/build-tsan/tests/event_loop_test"
   }
   stage tsan tsan
   asan() {

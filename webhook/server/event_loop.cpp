@@ -1,8 +1,16 @@
-// The epoll HTTP server (see event_loop.h). One epoll set per worker; the listening socket is
-// shared with EPOLLEXCLUSIVE so one worker wakes per new connection, and keeps it (as nginx and
-// Envoy do by default). Handing each new connection to the least-loaded worker was built and
-// measured side by side over five runs (README "Performance"): more throughput at 4 connections,
-// no better tail; it was left out.
+// The epoll HTTP server (see event_loop.h). One epoll set shared by every worker thread; each
+// connection is registered with EPOLLONESHOT, so its next event goes to one worker, whichever is
+// waiting, and no connection stays with a thread. A worker that the kernel deschedules holds up
+// the one request it is working on, not every connection it once accepted: at 4 keep-alive
+// connections on 2 cores, pinning connections to the worker that accepted them gave p99 of 30-90
+// ms in the runs where the connections were split over both workers (README "Performance").
+//
+// Connections live in a fixed table of slots. A slot's word holds its generation and state:
+// free, armed (epoll may report it) or busy (one thread holds it). The thread that moves a slot
+// from armed to busy is the only one that touches its connection and descriptor until it lets it
+// go (epoll already told what to wait for) or closes it; an event for an older generation (a
+// closed connection) finds the word changed and is dropped. The timeout sweep takes slots the same
+// way; an event that arrives while a slot is held marks it missed, and the holder serves it.
 #include "server/event_loop.h"
 
 #include <arpa/inet.h>
@@ -19,7 +27,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <unordered_map>
+#include <mutex>
 #include <vector>
 
 namespace shmguard::server {
@@ -33,131 +41,195 @@ std::int64_t now_ms() {
 
 constexpr int kSweepMs = 200;
 
+// A slot's word: generation << 3 | missed << 2 | state.
+constexpr std::uint64_t kFree = 0, kArmed = 1, kBusy = 2, kStateMask = 3, kMissed = 4;
+constexpr std::uint64_t word(std::uint32_t gen, std::uint64_t state) { return std::uint64_t{gen} << 3 | state; }
+constexpr std::uint32_t gen_of(std::uint64_t w) { return static_cast<std::uint32_t>(w >> 3); }
+
+// What an epoll event names: a slot (index and generation), the listening socket or the wake-up.
+constexpr std::uint32_t kListenIndex = 0xFFFFFFFF, kWakeIndex = 0xFFFFFFFE;
+constexpr std::uint64_t event_data(std::uint32_t index, std::uint32_t gen) { return std::uint64_t{index} << 32 | gen; }
+
 }  // namespace
 
-// One worker thread: its own epoll set over the shared listening socket (EPOLLEXCLUSIVE), its
-// wake-up eventfd and the connections it accepted.
+struct EventLoopServer::Slot {
+  std::atomic<std::uint64_t> word{0};
+  std::unique_ptr<Connection> conn;  // touched only by the thread holding the slot (busy)
+  std::uint32_t interest = 0;        // what epoll waits for on it
+};
+
+// One worker thread: waits on the shared epoll set and works on whatever it reports.
 class EventLoopServer::Worker {
  public:
-  Worker(EventLoopServer& server, int wake_fd) : s_(server), wake_(wake_fd), ep_(::epoll_create1(EPOLL_CLOEXEC)) {
-    add(s_.listen_fd_, EPOLLIN | EPOLLEXCLUSIVE);
-    add(wake_, EPOLLIN);
-  }
-  ~Worker() {
-    while (!conns_.empty()) close(*conns_.begin()->second);
-    ::close(ep_);
-  }
+  explicit Worker(EventLoopServer& server) : s_(server) {}
 
   void run() {
-    epoll_event events[128];
-    std::int64_t last_sweep = now_ms();
+    epoll_event events[64];
     for (;;) {
-      int n = ::epoll_wait(ep_, events, 128, kSweepMs);
+      const int n = ::epoll_wait(s_.ep_, events, 64, kSweepMs);
       const std::int64_t now = now_ms();
       for (int i = 0; i < n; ++i) dispatch(events[i], now);
-      if (s_.stopping_.load() && !draining_) start_draining(now);
-      if (draining_ && (conns_.empty() || now > drain_deadline_)) return;
-      if (now - last_sweep >= kSweepMs) {
-        last_sweep = now;
-        close_if([now](const Connection& c) { return c.expired(now); });
+      if (s_.stopping_.load() && !saw_stop_) {
+        saw_stop_ = true;
+        s_.begin_drain(now);
       }
+      if (s_.draining_.load() && (s_.open_.load() == 0 || now > s_.drain_deadline_.load())) return take_wake();
+      s_.maybe_sweep(now);
     }
   }
 
  private:
   EventLoopServer& s_;
-  int wake_;
-  int ep_;
-  std::unordered_map<int, std::unique_ptr<Connection>> conns_;
-  std::unordered_map<int, std::uint32_t> interest_;  // what epoll waits for, per connection
-  bool draining_ = false;
-  std::int64_t drain_deadline_ = 0;
+  bool saw_stop_ = false;
+  bool took_wake_ = false;
 
-  void add(int fd, std::uint32_t events) {
-    epoll_event e{};
-    e.events = events;
-    e.data.fd = fd;
-    ::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &e);
+  // stop() counts one wake-up per worker (a semaphore eventfd): each takes its one (also when it
+  // leaves before the event reached it), so the level-triggered event ends with the last.
+  void take_wake() {
+    if (took_wake_) return;
+    std::uint64_t v;
+    took_wake_ = ::read(s_.wake_fd_, &v, sizeof v) == sizeof v;
   }
 
   void dispatch(const epoll_event& ev, std::int64_t now) {
-    const int fd = ev.data.fd;
-    if (fd == wake_) {
-      std::uint64_t v;
-      [[maybe_unused]] auto r = ::read(wake_, &v, sizeof v);
-      return;
-    }
-    if (fd == s_.listen_fd_) return accept_all(now);
-    auto it = conns_.find(fd);
-    if (it == conns_.end()) return;
-    Connection& c = *it->second;
-    if ((ev.events & EPOLLERR) && !c.lingering()) return close(c);
-    apply(c, c.on_ready(now, s_.stopping_.load() ? Phase::kStopping
-                             : s_.closing_.load() ? Phase::kClosing
-                                                  : Phase::kServing));
-  }
-
-  void accept_all(std::int64_t now) {
-    if (draining_) return;
-    for (;;) {
-      int fd = ::accept4(s_.listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;
-      if (s_.open_.load() >= s_.opts_.max_connections) {
-        ::close(fd);
-        continue;
-      }
-      int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      auto transport = s_.ssl_ctx_ ? tls_transport(s_.ssl_ctx_, fd) : plain_transport(fd);
-      if (!transport) {
-        ::close(fd);
-        continue;
-      }
-      auto c = std::make_unique<Connection>(fd, std::move(transport), s_.opts_, s_.handler_, s_.on_reject_, now);
-      add(fd, EPOLLIN);
-      interest_[fd] = EPOLLIN;
-      s_.open_.fetch_add(1);
-      conns_.emplace(fd, std::move(c));
-    }
-  }
-
-  // Arranges what epoll waits for next on `c`, or closes it.
-  void apply(Connection& c, Wait w) {
-    if (w == Wait::kClose) return close(c);
-    const std::uint32_t events = w == Wait::kWrite ? EPOLLOUT : EPOLLIN;
-    auto& current = interest_[c.fd()];
-    if (current == events) return;
-    epoll_event e{};
-    e.events = events;
-    e.data.fd = c.fd();
-    ::epoll_ctl(ep_, EPOLL_CTL_MOD, c.fd(), &e);
-    current = events;
-  }
-
-  void close(Connection& c) {
-    const int fd = c.fd();
-    ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
-    interest_.erase(fd);
-    conns_.erase(fd);  // destroys c, closing the socket
-    s_.open_.fetch_sub(1);
-  }
-
-  template <typename Pred>
-  void close_if(Pred pred) {
-    std::vector<int> doomed;
-    for (auto& [fd, c] : conns_)
-      if (pred(*c)) doomed.push_back(fd);
-    for (int fd : doomed) close(*conns_.at(fd));
-  }
-
-  // Stop accepting; connections between requests close now, the others may finish.
-  void start_draining(std::int64_t now) {
-    draining_ = true;
-    drain_deadline_ = now + s_.opts_.drain_timeout_ms;
-    ::epoll_ctl(ep_, EPOLL_CTL_DEL, s_.listen_fd_, nullptr);
-    close_if([now](const Connection& c) { return c.idle(now); });
+    const auto index = static_cast<std::uint32_t>(ev.data.u64 >> 32);
+    if (index == kWakeIndex) return take_wake();
+    if (index == kListenIndex) return s_.accept_all(now);
+    const auto gen = static_cast<std::uint32_t>(ev.data.u64);
+    if (s_.take(s_.slots_[index], gen)) s_.serve(s_.slots_[index], gen, ev.events, now);
   }
 };
+
+bool EventLoopServer::take(Slot& slot, std::uint32_t gen) {
+  std::uint64_t cur = slot.word.load(std::memory_order_acquire);
+  for (;;) {
+    if (gen_of(cur) != gen) return false;  // an event for a connection closed since
+    const std::uint64_t state = cur & kStateMask;
+    if (state == kArmed) {
+      if (slot.word.compare_exchange_weak(cur, word(gen, kBusy), std::memory_order_acq_rel)) return true;
+    } else if (state == kBusy) {
+      // The sweep holds it: leave a mark, and it arms the slot again when it lets go.
+      if (slot.word.compare_exchange_weak(cur, cur | kMissed, std::memory_order_acq_rel)) return false;
+    } else {
+      return false;
+    }
+  }
+}
+
+// The connection's turns while this thread holds its slot: each ends with epoll told what to wait
+// for (while still held: whoever takes the slot next sees the descriptor as it was left), then
+// the slot let go; an event that came meanwhile is served here, in another turn.
+void EventLoopServer::serve(Slot& slot, std::uint32_t gen, std::uint32_t events, std::int64_t now) {
+  for (;;) {
+    Connection& c = *slot.conn;
+    const Phase phase = stopping_.load() ? Phase::kStopping : closing_.load() ? Phase::kClosing : Phase::kServing;
+    const Wait w = (events & EPOLLERR) && !c.lingering() ? Wait::kClose : c.on_ready(now, phase);
+    if (w == Wait::kClose) return close(slot);
+    slot.interest = w == Wait::kWrite ? EPOLLOUT : EPOLLIN;
+    epoll_event e{};
+    e.events = slot.interest | EPOLLONESHOT;
+    e.data.u64 = event_data(static_cast<std::uint32_t>(&slot - slots_.get()), gen);
+    ::epoll_ctl(ep_, EPOLL_CTL_MOD, c.fd(), &e);
+    if (!release(slot, gen)) return;
+    events = 0;
+  }
+}
+
+bool EventLoopServer::release(Slot& slot, std::uint32_t gen) {
+  std::uint64_t held = word(gen, kBusy);
+  if (slot.word.compare_exchange_strong(held, word(gen, kArmed), std::memory_order_acq_rel)) return false;
+  // Marked missed (the one change another thread makes to a held slot): keep holding it for the
+  // event the mark stands for. Its one-shot registration is spent, so no other event comes.
+  slot.word.store(word(gen, kBusy), std::memory_order_release);
+  return true;
+}
+
+void EventLoopServer::close(Slot& slot) {
+  ::epoll_ctl(ep_, EPOLL_CTL_DEL, slot.conn->fd(), nullptr);
+  slot.conn.reset();  // closes the socket
+  const std::uint32_t gen = gen_of(slot.word.load(std::memory_order_relaxed));
+  slot.word.store(word(gen + 1, kFree), std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(free_mu_);
+    free_.push_back(static_cast<std::uint32_t>(&slot - slots_.get()));
+  }
+  open_.fetch_sub(1);
+}
+
+void EventLoopServer::accept_all(std::int64_t now) {
+  while (!draining_.load()) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) break;
+    std::uint32_t index = 0;
+    {
+      std::lock_guard<std::mutex> lock(free_mu_);
+      if (free_.empty()) {  // max_connections open
+        ::close(fd);
+        continue;
+      }
+      index = free_.back();
+      free_.pop_back();
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto transport = ssl_ctx_ ? tls_transport(ssl_ctx_, fd) : plain_transport(fd);
+    if (!transport) {
+      ::close(fd);
+      std::lock_guard<std::mutex> lock(free_mu_);
+      free_.push_back(index);
+      continue;
+    }
+    Slot& slot = slots_[index];
+    const std::uint32_t gen = gen_of(slot.word.load(std::memory_order_relaxed));
+    slot.word.store(word(gen, kBusy), std::memory_order_release);  // held until registered
+    slot.conn = std::make_unique<Connection>(fd, std::move(transport), opts_, handler_, on_reject_, now);
+    slot.interest = EPOLLIN;
+    open_.fetch_add(1);
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLONESHOT;
+    e.data.u64 = event_data(index, gen);
+    ::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &e);
+    if (release(slot, gen)) serve(slot, gen, 0, now);
+  }
+  // Next connections: one worker at a time accepts them (the listening socket is one-shot too).
+  if (!draining_.load()) {
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLONESHOT;
+    e.data.u64 = event_data(kListenIndex, 0);
+    ::epoll_ctl(ep_, EPOLL_CTL_MOD, listen_fd_, &e);  // fails harmlessly once a drain removed it
+  }
+}
+
+// Every kSweepMs, one worker closes the connections past their deadline (and, once draining, the
+// idle ones), taking each slot as an event would.
+void EventLoopServer::maybe_sweep(std::int64_t now) {
+  std::int64_t last = last_sweep_.load();
+  if (now - last < kSweepMs || !last_sweep_.compare_exchange_strong(last, now)) return;
+  sweep(now);
+}
+
+void EventLoopServer::sweep(std::int64_t now) {
+  const bool drain = draining_.load();
+  for (std::size_t i = 0; i < slot_count_; ++i) {
+    Slot& slot = slots_[i];
+    const std::uint64_t w = slot.word.load(std::memory_order_acquire);
+    if ((w & kStateMask) != kArmed || !take(slot, gen_of(w))) continue;
+    if (slot.conn->expired(now) || (drain && slot.conn->idle(now))) {
+      close(slot);
+      continue;
+    }
+    // Still registered as it was; an event that came while the sweep held it is served here.
+    if (release(slot, gen_of(w))) serve(slot, gen_of(w), 0, now);
+  }
+}
+
+// Stop accepting; connections between requests close now, the others may finish.
+void EventLoopServer::begin_drain(std::int64_t now) {
+  if (draining_.exchange(true)) return;
+  drain_deadline_ = now + opts_.drain_timeout_ms;
+  ::epoll_ctl(ep_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+  sweep(now);
+}
 
 EventLoopServer::EventLoopServer(LoopOptions opts, SSL_CTX* ssl_ctx, Handler handler, RejectHook on_reject)
     : opts_(opts), ssl_ctx_(ssl_ctx), handler_(std::move(handler)), on_reject_(std::move(on_reject)) {}
@@ -208,13 +280,22 @@ Status EventLoopServer::bind(const std::string& address, int port) {
 }
 
 void EventLoopServer::start() {
-  int n = std::max(1, opts_.threads);
-  for (int i = 0; i < n; ++i) wake_fds_.push_back(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  const int n = std::max(1, opts_.threads);
+  slot_count_ = opts_.max_connections;
+  slots_ = std::make_unique<Slot[]>(slot_count_);
+  free_.reserve(slot_count_);
+  for (std::size_t i = slot_count_; i-- > 0;) free_.push_back(static_cast<std::uint32_t>(i));
+  ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE);
+  epoll_event e{};
+  e.events = EPOLLIN | EPOLLONESHOT;
+  e.data.u64 = event_data(kListenIndex, 0);
+  ::epoll_ctl(ep_, EPOLL_CTL_ADD, listen_fd_, &e);
+  e.events = EPOLLIN;
+  e.data.u64 = event_data(kWakeIndex, 0);
+  ::epoll_ctl(ep_, EPOLL_CTL_ADD, wake_fd_, &e);
   for (int i = 0; i < n; ++i) {
-    workers_.emplace_back([this, i] {
-      Worker w(*this, wake_fds_[static_cast<std::size_t>(i)]);
-      w.run();
-    });
+    workers_.emplace_back([this] { Worker(*this).run(); });
     const std::string name = std::string(opts_.name).substr(0, 10) + "-" + std::to_string(i);
     ::pthread_setname_np(workers_.back().native_handle(), name.c_str());
   }
@@ -226,14 +307,16 @@ void EventLoopServer::stop() {
       if (t.joinable()) t.join();
     return;
   }
-  for (int fd : wake_fds_) {
-    std::uint64_t one = 1;
-    [[maybe_unused]] auto r = ::write(fd, &one, sizeof one);
+  if (wake_fd_ >= 0) {
+    const std::uint64_t each = workers_.size();  // one wake-up per worker
+    [[maybe_unused]] auto r = ::write(wake_fd_, &each, sizeof each);
   }
   for (auto& t : workers_)
     if (t.joinable()) t.join();
-  for (int fd : wake_fds_) ::close(fd);
-  wake_fds_.clear();
+  for (std::size_t i = 0; slots_ && i < slot_count_; ++i) slots_[i].conn.reset();  // past the drain deadline
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  if (ep_ >= 0) ::close(ep_);
+  wake_fd_ = ep_ = -1;
 }
 
 }  // namespace shmguard::server

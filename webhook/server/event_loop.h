@@ -1,12 +1,15 @@
 // An epoll HTTP/1.1 server over non-blocking sockets and (optionally) non-blocking OpenSSL.
-// Idle, slow or half-open clients cost a little memory, never a thread: every worker thread
-// multiplexes all of its connections, and each request must arrive whole within a deadline.
+// Idle, slow or half-open clients cost a little memory, never a thread: the worker threads share
+// one epoll set over all connections, and each request must arrive whole within a deadline.
 #pragma once
 
 #include "base/result.h"
 #include <openssl/ssl.h>
 
 #include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <functional>
 #include <string>
 #include <thread>
@@ -34,7 +37,8 @@ class EventLoopServer {
   // connections, and joins the workers.
   void stop();
 
-  class Worker;  // one epoll set and the connections it owns (event_loop.cpp)
+  class Worker;  // a thread waiting on the shared epoll set (event_loop.cpp)
+  struct Slot;   // a connection's place: its generation, state and the connection
 
  private:
   friend class Worker;
@@ -49,7 +53,26 @@ class EventLoopServer {
   std::atomic<bool> stopping_{false};
   std::atomic<std::size_t> open_{0};
   std::vector<std::thread> workers_;
-  std::vector<int> wake_fds_;
+  int ep_ = -1;       // the epoll set every worker waits on
+  int wake_fd_ = -1;  // stop()'s wake-up, one count per worker
+  std::unique_ptr<Slot[]> slots_;
+  std::size_t slot_count_ = 0;  // max_connections
+  std::mutex free_mu_;
+  std::vector<std::uint32_t> free_;  // slots without a connection
+  std::atomic<bool> draining_{false};
+  std::atomic<std::int64_t> drain_deadline_{0};
+  std::atomic<std::int64_t> last_sweep_{0};
+
+  bool take(Slot& slot, std::uint32_t gen);  // armed -> busy for this generation: the caller holds it
+  // The held connection's turn(s) for `events`, until the slot is let go or closed.
+  void serve(Slot& slot, std::uint32_t gen, std::uint32_t events, std::int64_t now);
+  // busy -> armed; true instead when an event came meanwhile: the caller still holds it, to serve it.
+  bool release(Slot& slot, std::uint32_t gen);
+  void close(Slot& slot);
+  void accept_all(std::int64_t now);
+  void maybe_sweep(std::int64_t now);
+  void sweep(std::int64_t now);
+  void begin_drain(std::int64_t now);
 };
 
 }  // namespace shmguard::server

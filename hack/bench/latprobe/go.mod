@@ -1,0 +1,3 @@
+module shmguard.local/latprobe
+
+go 1.22
