@@ -112,6 +112,9 @@ TEST(Surgical, ReplacesABlockSequenceItemInItsPlace) {
   EXPECT_EQ(edit(text, "", ops),
             "spec:\n  volumes:\n  - name: data  # keep\n    hostPath: {path: /d}\n  - name: shmguard-dshm\n"
             "    emptyDir:\n      medium: Memory\n      sizeLimit: 8Gi\n  # after\n  containers: []\n");
+  // In a flow list the item is written again in flow style, its neighbours kept.
+  EXPECT_EQ(edit("spec:\n  volumes: [{name: data}, {name: shmguard-dshm, hostPath: {path: /x}}]  # v\n", "", ops),
+            "spec:\n  volumes: [{name: data}, {name: shmguard-dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}]  # v\n");
   // The last item of a text without a final line break: still none after it.
   EXPECT_EQ(edit("volumes:\n- name: shmguard-dshm\n  hostPath: {path: /x}", "",
                  json::array({{{"op", "replace"}, {"path", "/volumes/0"}, {"value", vol}}})),
