@@ -24,13 +24,6 @@ struct Refused {
                 EditFailure::kAnchorConflict};
 }
 
-// The index a token names in a sequence of `size` items.
-std::optional<std::size_t> item_index(const std::string& tok, std::size_t size) {
-  if (tok.empty() || tok.size() > 9 || !internal::all_digits(tok)) return std::nullopt;
-  const std::size_t idx = std::stoul(tok);
-  return idx < size ? std::optional(idx) : std::nullopt;
-}
-
 class Planner {
  public:
   explicit Planner(const YamlDocument& doc) : doc_(doc) {}

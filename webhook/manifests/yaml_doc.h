@@ -118,6 +118,9 @@ std::optional<std::string> strip_trailing_block_scalar(const YamlDocument& doc, 
 // The reference tokens of a JSON pointer, unescaped ("~1" -> "/", "~0" -> "~").
 std::vector<std::string> pointer_tokens(const std::string& pointer);
 
+// The index a pointer token names in a sequence of `size` items, or std::nullopt.
+std::optional<std::size_t> item_index(const std::string& token, std::size_t size);
+
 // The node at a JSON pointer (mapping keys and sequence indexes), or null. `anchor` is set to the
 // first anchored node the walk passes through (whose text other places may share), else null.
 const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const YamlNode** anchor = nullptr);

@@ -10,11 +10,6 @@ using namespace internal;
 
 namespace {
 
-bool seq_index(const std::string& tok, std::size_t size, std::size_t& idx) {
-  if (!all_digits(tok) || tok.size() > 9) return false;
-  idx = std::stoul(tok);
-  return idx < size;
-}
 
 YamlNode* find_value(YamlNode* map, const std::string& key) {
   for (auto& [k, v] : map->pairs)
@@ -23,6 +18,12 @@ YamlNode* find_value(YamlNode* map, const std::string& key) {
 }
 
 }  // namespace
+
+std::optional<std::size_t> item_index(const std::string& token, std::size_t size) {
+  if (token.empty() || token.size() > 9 || !all_digits(token)) return std::nullopt;
+  const std::size_t idx = std::stoul(token);
+  return idx < size ? std::optional(idx) : std::nullopt;
+}
 
 std::vector<std::string> pointer_tokens(const std::string& ptr) {
   std::vector<std::string> out;
@@ -52,11 +53,10 @@ const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const 
   if (anchor) *anchor = cur && cur->anchored ? cur : nullptr;
   for (const auto& t : pointer_tokens(pointer)) {
     if (!cur) return nullptr;
-    std::size_t idx = 0;
     if (cur->kind == YamlNode::Kind::kMap) {
       cur = find_value(const_cast<YamlNode*>(cur), t);
-    } else if (cur->kind == YamlNode::Kind::kSequence && seq_index(t, cur->items.size(), idx)) {
-      cur = cur->items[idx];
+    } else if (auto idx = cur->kind == YamlNode::Kind::kSequence ? item_index(t, cur->items.size()) : std::nullopt) {
+      cur = cur->items[*idx];
     } else {
       return nullptr;
     }
