@@ -76,7 +76,7 @@ std::vector<json> results_for(const json& list, const manifests::TemplateReport&
 
 // One result as a block-YAML sequence item at `indent` ("- " and its keys), by the manifests' emitter.
 Result<std::string> result_item(const json& result, int indent) {
-  auto lines = manifests::emit_yaml_block(result, indent + 2, true, {}, false, manifests::node_budget(result.dump()));
+  auto lines = manifests::render(result, {.indent = indent + 2, .inline_first = true, .name_first = false});
   if (!lines) return lines;
   return std::string(static_cast<std::size_t>(indent), ' ') + "- " + *lines;
 }

@@ -259,7 +259,7 @@ void conclude(const ObserveArgs& a, const config::Config& cfg, const Counts& n, 
   } else {
     ann["shmguard.io/size"] = sizing::format_quantity(r.recommended);
   }
-  auto yaml = manifests::emit_yaml_block({{"metadata", {{"annotations", ann}}}}, 0, false, {}, false, 64);
+  auto yaml = manifests::render({{"metadata", {{"annotations", ann}}}}, {.name_first = false});
   r.yaml = yaml ? *yaml : "";
 }
 

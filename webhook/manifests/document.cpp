@@ -261,7 +261,7 @@ void DocumentWorker::check_annotation_types(const json& tmpl, TemplateReport& re
 
 // The tree as one JSON object.
 Status DocumentWorker::set_json(const Place& at, DocumentOutcome& out) {
-  auto text = emit_json(ydoc_.root, node_budget_ * 2, 0);
+  auto text = emit_json(ydoc_.root, node_budget_ * 2);
   if (!text) return Failure{at(text.line()) + ": " + text.error()};
   out.text = std::move(*text);
   return Ok{};

@@ -69,68 +69,6 @@ Style detect_style(const std::string& text, const YamlNode* root) {
 std::string pad(int n) { return std::string(static_cast<std::size_t>(std::max(0, n)), ' '); }
 
 
-bool empty_collection(const json& v) { return v.is_structured() && v.empty(); }
-
-std::string scalar_text(const json& v, bool json_syntax, bool in_flow) {
-  if (v.is_string()) {
-    if (json_syntax) return v.dump(-1, ' ', false, json::error_handler_t::replace);
-    return yaml_string(v.get_ref<const std::string&>(), in_flow);
-  }
-  if (v.is_object()) return "{}";
-  if (v.is_array()) return "[]";
-  return v.dump();
-}
-
-std::string key_text(const std::string& k, bool json_syntax, bool in_flow) {
-  return scalar_text(json(k), json_syntax, in_flow);
-}
-
-// One line: {name: x, emptyDir: {medium: Memory}} or its JSON form.
-std::string flow_text(const json& v, bool json_syntax) {
-  if (v.is_object() && !v.empty()) {
-    std::string out = "{";
-    for (const auto& [k, x] : kube_members(v)) {
-      if (out.size() > 1) out += ", ";
-      out += key_text(k, json_syntax, true) + ": " + flow_text(*x, json_syntax);
-    }
-    return out + "}";
-  }
-  if (v.is_array() && !v.empty()) {
-    std::string out = "[";
-    for (const auto& x : v) {
-      if (out.size() > 1) out += ", ";
-      out += flow_text(x, json_syntax);
-    }
-    return out + "]";
-  }
-  return scalar_text(v, json_syntax, true);
-}
-
-// Pretty JSON whose first line continues the current one and whose other lines start at `indent`.
-std::string json_text(const json& v, int indent, int step, const std::string& eol) {
-  if (empty_collection(v) || !v.is_structured()) return scalar_text(v, true, true);
-  const bool obj = v.is_object();
-  std::string out = obj ? "{" : "[";
-  bool first = true;
-  auto open = [&] {
-    out += first ? "" : ",";
-    out += eol + pad(indent + step);
-    first = false;
-  };
-  if (obj) {
-    for (const auto& [k, x] : kube_members(v)) {
-      open();
-      out += key_text(k, true, true) + ": " + json_text(*x, indent + step, step, eol);
-    }
-  } else {
-    for (const auto& x : v) {
-      open();
-      out += json_text(x, indent + step, step, eol);
-    }
-  }
-  return out + eol + pad(indent) + (obj ? "}" : "]");
-}
-
 struct Edit {
   std::size_t at = 0;
   std::size_t erase = 0;
@@ -187,15 +125,26 @@ class Editor {
   Style st_;
   std::vector<Edit> edits_;
 
-  // `value` (a collection with entries) as block lines at `indent` by the manifests' emitter, in
-  // `layout` and the document's line endings; the first line without its indent when `inline_first`.
+  // `value` by the manifests' renderer, in the document's line endings.
+  std::string rendered(const json& value, RenderStyle style) const {
+    style.eol = st_.eol;
+    auto text = render(value, style);
+    if (!text) throw Unsupported{"writing the new lines: " + text.error()};
+    return std::move(*text);
+  }
+
+  // `value` (a collection with entries) as block lines at `indent`, in `layout`; the first line
+  // without its indent when `inline_first`.
   std::string block(const json& value, int indent, bool inline_first, const BlockLayout& layout) const {
-    auto lines = emit_yaml_block(value, indent, inline_first, layout, true, node_budget(text_));
-    if (!lines) throw Unsupported{"writing the new lines: " + lines.error()};
-    if (st_.eol == "\n") return std::move(*lines);
-    std::string out;
-    for (char c : *lines) out += c == '\n' ? st_.eol : std::string(1, c);
-    return out;
+    return rendered(value, {.form = RenderStyle::Form::kBlock, .layout = layout, .indent = indent, .inline_first = inline_first});
+  }
+
+  // `value` inside a flow collection or a JSON document: one line of flow YAML or JSON, or pretty
+  // JSON whose continuation lines start at `indent`.
+  std::string inline_value(const json& value, int indent) const {
+    using Form = RenderStyle::Form;
+    const Form form = st_.pretty ? Form::kJsonPretty : st_.json ? Form::kJson : Form::kFlow;
+    return rendered(value, {.form = form, .layout = st_.block, .indent = indent});
   }
 
   // Where a new line goes after the text ending at byte `pos`: the start of the next line (or
@@ -269,9 +218,9 @@ class Editor {
   }
 
   std::string flow_entry(const PlannedEdit& en, bool seq, int indent) const {
-    std::string v = st_.pretty ? json_text(en.value, indent, st_.block.step, st_.eol) : flow_text(en.value, st_.json);
+    std::string v = inline_value(en.value, indent);
     if (seq) return v;
-    return key_text(en.key, st_.json, true) + ": " + v;
+    return inline_value(json(en.key), indent) + ": " + v;
   }
 
   Edit flow_append(const YamlNode* node, const std::vector<const PlannedEdit*>& entries, bool seq, bool empty) {
@@ -325,7 +274,8 @@ class Editor {
     if (old->kind == YamlNode::Kind::kScalar && !value.is_structured()) {
       if (old->style == ScalarStyle::kLiteral || old->style == ScalarStyle::kFolded)
         throw Unsupported{"replacing a block scalar"};
-      std::string text = scalar_text(value, st_.json, parent->flow);
+      std::string text = st_.json || parent->flow ? inline_value(value, 0)
+                                                  : rendered(value, {.form = RenderStyle::Form::kBlock});
       if (!st_.json && value.is_string()) {
         const std::string& s = value.get_ref<const std::string&>();
         if (old->style == ScalarStyle::kDouble) text = json(s).dump(-1, ' ', false, json::error_handler_t::replace);
@@ -336,7 +286,7 @@ class Editor {
     }
     if (parent->flow || st_.json) {
       const int indent = line_indent(start);
-      std::string text = st_.pretty ? json_text(value, indent, st_.block.step, st_.eol) : flow_text(value, st_.json);
+      std::string text = inline_value(value, indent);
       edits_.push_back(Edit{.at = start, .erase = end - start, .insert = text, .owner = old->start});
       return;
     }

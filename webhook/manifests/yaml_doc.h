@@ -170,16 +170,31 @@ struct BlockLayout {
   int item_indent = 2;  // a mapping item's keys, relative to its "-"
 };
 
-// New content as block YAML, written by the same emitter as whole documents: `value`'s members (an
-// object) as mapping lines, or its items (an array) as "-" lines, at `indent`; the first without
-// its indent when `inline_first` (the caller wrote it, or a "- "). Members in Kubernetes' order
-// ("name" first) with `name_first`, else in the object's own. Fails for a scalar or an empty
-// collection (written inline by the caller).
-Result<std::string> emit_yaml_block(const nlohmann::json& value, int indent, bool inline_first, const BlockLayout& layout,
-                                    bool name_first, std::size_t budget);
+// How a new value is written: the one choice every writer of new content makes (the splicer, fn's
+// results, observe's snippet).
+struct RenderStyle {
+  enum class Form {
+    kBlock,       // YAML lines: a collection's members or "-" items at `indent` (a scalar: its one-line text)
+    kFlow,        // YAML on one line: {name: x, emptyDir: {medium: Memory}}
+    kJson,        // JSON on one line: {"name": "x", "emptyDir": {"medium": "Memory"}}
+    kJsonPretty,  // JSON over lines, `layout.step` columns a level; the first line continues the
+                  // current one, the others start at `indent` or deeper
+  };
+  Form form = Form::kBlock;
+  BlockLayout layout{};        // kBlock; kJsonPretty reads its step
+  int indent = 0;              // kBlock: the column of the members or dashes; kJsonPretty: of the closing bracket
+  bool inline_first = false;   // kBlock: the first line without its indent (the caller wrote it, or a "- ")
+  bool name_first = true;      // members in Kubernetes' order ("name" first), else in the object's own
+  std::string_view eol = "\n";  // the line ending of the text it goes into
+};
 
-// Emits pretty JSON with the document's key order. `indent` is the starting indent level.
-Result<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent);
+// `value` written in `style` by the emitter that writes whole documents. A JSON value is a tree (no
+// aliases), so no node budget applies. kBlock fails for an empty collection (the caller writes "{}"
+// or "[]" inline).
+Result<std::string> render(const nlohmann::json& value, const RenderStyle& style);
+
+// Emits pretty JSON (two spaces a level) with the document's key order.
+Result<std::string> emit_json(const YamlNode* node, std::size_t budget);
 
 // True when a string must be quoted to read back as a string in YAML 1.1 and 1.2.
 bool needs_quotes(std::string_view s);

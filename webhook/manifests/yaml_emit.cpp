@@ -1,6 +1,7 @@
 // Writing YAML trees: block YAML that keeps each scalar's type and style, and indented JSON, each
 // within a node budget; the quoting rules for new strings.
 #include <cctype>
+#include <limits>
 
 #include "manifests/yaml_internal.h"
 
@@ -199,34 +200,34 @@ class YamlEmitter {
   }
 };
 
+// JSON over lines (`step` columns a level, each line ending in `eol`) or, `flat`, on one line.
 class JsonEmitter {
  public:
-  explicit JsonEmitter(std::size_t budget) : budget_(budget) {}
+  JsonEmitter(std::size_t budget, int step, std::string_view eol, bool flat)
+      : budget_(budget), step_(step), eol_(eol), flat_(flat) {}
   std::string out;
 
+  // `indent`: the column of this value's closing bracket.
   void value(const YamlNode* n, int indent) {
     if (budget_ == 0) throw BudgetExceeded{};
     --budget_;
     if (n->kind == YamlNode::Kind::kMap && !n->pairs.empty()) {
-      out += "{\n";
+      out += '{';
       bool first = true;
       for (const auto& [k, v] : n->pairs) {
-        if (!first) out += ",\n";
-        first = false;
-        out += pad(indent + 1) + json(key_text(k)).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
-        value(v, indent + 1);
+        open(first, indent);
+        out += json(key_text(k)).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+        value(v, indent + step_);
       }
-      out += "\n" + pad(indent) + "}";
+      close(indent, '}');
     } else if (n->kind == YamlNode::Kind::kSequence && !n->items.empty()) {
-      out += "[\n";
+      out += '[';
       bool first = true;
       for (const auto* item : n->items) {
-        if (!first) out += ",\n";
-        first = false;
-        out += pad(indent + 1);
-        value(item, indent + 1);
+        open(first, indent);
+        value(item, indent + step_);
       }
-      out += "\n" + pad(indent) + "]";
+      close(indent, ']');
     } else if (n->kind == YamlNode::Kind::kMap) {
       out += "{}";
     } else if (n->kind == YamlNode::Kind::kSequence) {
@@ -238,8 +239,76 @@ class JsonEmitter {
 
  private:
   std::size_t budget_;
-  static std::string pad(int level) { return std::string(static_cast<std::size_t>(level) * 2, ' '); }
+  int step_;
+  std::string_view eol_;
+  bool flat_;
+
+  void open(bool& first, int indent) {
+    if (!first) out += flat_ ? ", " : ",";
+    first = false;
+    if (!flat_) out.append(eol_).append(static_cast<std::size_t>(indent + step_), ' ');
+  }
+  void close(int indent, char bracket) {
+    if (!flat_) out.append(eol_).append(static_cast<std::size_t>(indent), ' ');
+    out += bracket;
+  }
 };
+
+// New content (nodes made by from_json) as YAML on one line: {name: x, emptyDir: {medium: Memory}}.
+class FlowEmitter {
+ public:
+  explicit FlowEmitter(std::size_t budget) : budget_(budget) {}
+  std::string out;
+
+  void value(const YamlNode* n) {
+    if (budget_ == 0) throw BudgetExceeded{};
+    --budget_;
+    if (n->kind == YamlNode::Kind::kScalar) {
+      out += scalar(n);
+      return;
+    }
+    const bool map = n->kind == YamlNode::Kind::kMap;
+    out += map ? '{' : '[';
+    bool first = true;
+    auto sep = [&] {
+      if (!first) out += ", ";
+      first = false;
+    };
+    if (map) {
+      for (const auto& [k, v] : n->pairs) {
+        sep();
+        out += scalar(k) + ": ";
+        value(v);
+      }
+    } else {
+      for (const auto* item : n->items) {
+        sep();
+        value(item);
+      }
+    }
+    out += map ? '}' : ']';
+  }
+
+  // A new string by the quoting rules of new strings in flow context; numbers, bools and nulls as
+  // from_json wrote them.
+  static std::string scalar(const YamlNode* n) {
+    return n->style == ScalarStyle::kNew ? yaml_string(n->value, true) : n->value;
+  }
+
+ private:
+  std::size_t budget_;
+};
+
+std::string with_eol(std::string text, std::string_view eol) {
+  if (eol == "\n") return text;
+  std::string out;
+  out.reserve(text.size() + text.size() / 16);
+  for (char c : text) {
+    if (c == '\n') out.append(eol);
+    else out += c;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -252,24 +321,44 @@ Result<std::string> emit_yaml(const YamlNode* node, std::size_t budget) {
   });
 }
 
-Result<std::string> emit_yaml_block(const json& value, int indent, bool inline_first, const BlockLayout& layout,
-                                    bool name_first, std::size_t budget) {
-  if (!value.is_structured() || value.empty()) return Failure{"not a mapping or sequence with entries"};
+Result<std::string> render(const json& value, const RenderStyle& style) {
+  constexpr std::size_t budget = std::numeric_limits<std::size_t>::max();
+  using Form = RenderStyle::Form;
+  if (style.form == Form::kBlock && value.is_structured() && value.empty())
+    return Failure{"an empty collection is written inline"};
+  if (style.form == Form::kBlock && !value.is_structured())
+    return value.is_string() ? yaml_string(value.get_ref<const std::string&>(), false) : value.dump();
   thread_local YamlDocument scratch;  // an arena reused, as parse_document reuses one
   scratch.clear();
-  const YamlNode* node = from_json(scratch, value, name_first);
+  const YamlNode* node = from_json(scratch, value, style.name_first);
   return guarded([&] {
-    YamlEmitter e(budget, layout);
-    e.block(node, indent, inline_first);
-    return std::move(e.out);
+    switch (style.form) {
+      case Form::kBlock: {
+        YamlEmitter e(budget, style.layout);
+        e.block(node, style.indent, style.inline_first);
+        return with_eol(std::move(e.out), style.eol);
+      }
+      case Form::kFlow: {
+        FlowEmitter e(budget);
+        e.value(node);
+        return std::move(e.out);
+      }
+      case Form::kJson:
+      case Form::kJsonPretty: {
+        JsonEmitter e(budget, style.layout.step, style.eol, style.form == Form::kJson);
+        e.value(node, style.indent);
+        return std::move(e.out);
+      }
+    }
+    return std::string();
   });
 }
 
-Result<std::string> emit_json(const YamlNode* node, std::size_t budget, int indent) {
+Result<std::string> emit_json(const YamlNode* node, std::size_t budget) {
   if (!node) return std::string("null");
   return guarded([&] {
-    JsonEmitter e(budget);
-    e.value(node, indent);
+    JsonEmitter e(budget, 2, "\n", false);
+    e.value(node, 0);
     return std::move(e.out);
   });
 }
