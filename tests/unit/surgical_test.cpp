@@ -18,7 +18,7 @@ std::string edit(const std::string& text, const std::string& pointer, const json
   }
   auto r = edit_in_place(text, doc, *plan);
   if (why) *why = r.error();
-  return r ? *r : "";
+  return r ? r->text : "";
 }
 
 const json kMount = {{"name", "shmguard-dshm"}, {"mountPath", "/dev/shm"}};
@@ -73,7 +73,7 @@ std::string edit_all(const std::string& text, const std::vector<TemplatePatch>& 
   auto r = edit_in_place(text, doc, *plan);
   *why = r.error();
   *line = r.line();
-  return r ? *r : "";
+  return r ? r->text : "";
 }
 
 TEST(Surgical, TemplatesSharingAnAnchorGetTheSameEditOnce) {

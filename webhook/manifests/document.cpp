@@ -8,6 +8,7 @@
 #include "base/text.h"
 #include "base/json_fields.h"
 #include "manifests/edit_plan.h"
+#include "manifests/read_back.h"
 #include "manifests/surgical.h"
 #include "sizing/quantity.h"
 
@@ -286,16 +287,25 @@ std::vector<TemplatePatch> template_patches(const std::vector<TemplateReport>& r
 }  // namespace
 
 // The document's own text with the plan written into it, verified by reading it back as the
-// original tree with the plan applied; a failure says why (with the anchor's line for an anchor
+// original tree with the plan applied: from the inserted lines alone where read_back.h shows that
+// suffices, else the whole text; a failure says why (with the anchor's line for an anchor
 // conflict).
 Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, const std::vector<TemplateReport>& reports) {
   auto plan = plan_edits(ydoc_, template_patches(reports));
   if (!plan) return plan.failure_part();
   auto edit = edit_in_place(raw.text, ydoc_, *plan);
-  if (!edit) return edit;
-  if (auto parsed = parse_document(*edit, check_doc_); !parsed)
+  if (!edit) return edit.failure_part();
+  // The local read-back needs a final line break, so set_text never asks check_doc_ for its tree.
+  if (reads_back_from_insertions(raw.text, ydoc_, *edit, check_doc_)) {
+    // Debug and sanitizer builds read the whole text back as well: the local read-back never
+    // accepts what the whole one refuses (every suite's edits cross-check it there).
+    SHMGUARD_ASSERT(parse_document(edit->text, check_doc_).ok() &&
+                    matches_plan(ydoc_.root, check_doc_.root, *plan, node_budget(edit->text)));
+    return std::move(edit->text);
+  }
+  if (auto parsed = parse_document(edit->text, check_doc_); !parsed)
     return Failure{"the edited text does not parse: " + parsed.error()};
-  if (!matches_plan(ydoc_.root, check_doc_.root, *plan, node_budget(*edit))) {
+  if (!matches_plan(ydoc_.root, check_doc_.root, *plan, node_budget(edit->text))) {
     // With aliases, the likely cause: an edited template reaches an anchored node that a place
     // shmguard leaves alone (or edits differently) shares. Re-emitting would expand the anchor.
     for (const auto& e : plan->edits)
@@ -307,7 +317,7 @@ Result<std::string> DocumentWorker::surgical_edit(const RawDocument& raw, const 
     return Failure{"the edited text does not read back as the patched object", 0,
                    static_cast<int>(EditFailure::kUnsupportedLayout)};
   }
-  return edit;
+  return std::move(edit->text);
 }
 
 // The re-emitter: the patched tree written out in full, leading comments and directives kept.

@@ -77,6 +77,9 @@ struct Edit {
   // Where the edited collection starts. Collections that end together (a container's mounts and
   // the pod's volumes after it) get their lines innermost first: the later start goes first.
   std::size_t owner = 0;
+  // Lines appended to this block collection (an Insertion), else null.
+  const YamlNode* appended_to = nullptr;
+  std::vector<const PlannedEdit*> entries{};
 };
 
 class Editor {
@@ -84,7 +87,7 @@ class Editor {
   Editor(const std::string& text, const YamlDocument& doc)
       : text_(text), doc_(doc), index_(text), st_(detect_style(text, doc.root)) {}
 
-  std::string apply(const EditPlan& plan) {
+  EditedText apply(const EditPlan& plan) {
     // Appends to one collection are written together, in plan order; the first edit places them.
     std::vector<std::pair<const YamlNode*, std::vector<const PlannedEdit*>>> appends;
     for (const auto& e : plan.edits) {
@@ -104,18 +107,24 @@ class Editor {
     std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
       return a.at != b.at ? a.at < b.at : a.owner > b.owner;
     });
-    std::string out;
+    EditedText result;
+    std::string& out = result.text;
     out.reserve(text_.size() + 512);
     std::size_t pos = 0;
-    for (const auto& e : edits) {
+    for (auto& e : edits) {
       if (e.at < pos) throw Unsupported{"overlapping edits"};
       out.append(text_, pos, e.at - pos);
+      if (e.eol_first) result.only_insertions = false;
       if (e.eol_first && !out.empty() && out.back() != '\n') out += st_.eol;
+      if (e.appended_to && e.erase == 0 && !e.eol_first)
+        result.insertions.push_back({e.appended_to, std::move(e.entries), e.at, out.size(), e.insert.size()});
+      else
+        result.only_insertions = false;
       out += e.insert;
       pos = e.at + e.erase;
     }
     out.append(text_, pos, std::string::npos);
-    return out;
+    return result;
   }
 
  private:
@@ -204,6 +213,8 @@ class Editor {
     e.owner = node->start;
     e.at = line_after(index_.byte(node->end), eol_first);
     e.eol_first = eol_first;
+    e.appended_to = node;
+    e.entries = entries;
     if (seq) {
       BlockLayout layout = st_.block;  // this sequence's own items say where their keys go
       const YamlNode* first = node->items.front();
@@ -328,7 +339,7 @@ class Editor {
 
 }  // namespace
 
-Result<std::string> edit_in_place(const std::string& text, const YamlDocument& doc, const EditPlan& plan) {
+Result<EditedText> edit_in_place(const std::string& text, const YamlDocument& doc, const EditPlan& plan) {
   if (!doc.root) return Failure{"empty document", 0, static_cast<int>(EditFailure::kUnsupportedLayout)};
   try {
     return Editor(text, doc).apply(plan);

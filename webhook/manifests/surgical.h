@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "manifests/edit_plan.h"
@@ -14,10 +15,26 @@
 
 namespace shmguard::manifests {
 
+// Lines the splicer inserted after the last line of a block collection: `size` bytes at byte `at`
+// of the old text and `out_at` of the new, holding `entries` appended to `node`.
+struct Insertion {
+  const YamlNode* node = nullptr;
+  std::vector<const PlannedEdit*> entries;
+  std::size_t at = 0, out_at = 0, size = 0;
+};
+
+struct EditedText {
+  std::string text;
+  std::vector<Insertion> insertions;  // in text order
+  // Every change is one of `insertions`: no replaced value, no flow collection rewritten, no line
+  // break added at the end of the text.
+  bool only_insertions = true;
+};
+
 // Writes `plan` (made by plan_edits from `doc`, which is `text` parsed by parse_document) into the
 // text. An edit shared through an anchor is written once, at the anchor. The caller verifies the
-// result by reading it back (matches_plan). Fails with kUnsupportedLayout for a layout the splicer
+// result by reading it back (read_back.h). Fails with kUnsupportedLayout for a layout the splicer
 // does not write.
-Result<std::string> edit_in_place(const std::string& text, const YamlDocument& doc, const EditPlan& plan);
+Result<EditedText> edit_in_place(const std::string& text, const YamlDocument& doc, const EditPlan& plan);
 
 }  // namespace shmguard::manifests
