@@ -112,14 +112,13 @@ TEST(ReadBack, CatchesWhatTheInsertedLinesSayWrongly) {
   EXPECT_FALSE(c.whole);
   // An inserted line one column too far left: the mount becomes a key of the pod's spec.
   c = check(kPod, pod_ops(), [](EditedText& e) {
-    const auto& ins = e.insertions.front();  // the annotations, then the mounts
+    // insertions[0] holds the annotations, [1] the mounts.
     const auto at = e.text.find("    volumeMounts:", e.insertions[1].out_at);
     ASSERT_NE(at, std::string::npos);
     e.text.erase(at, 1);
     for (auto& i : e.insertions)
       if (i.out_at > at) --i.out_at;
-      else if (i.out_at <= at && at < i.out_at + i.size) --i.size;
-    (void)ins;
+      else if (at < i.out_at + i.size) --i.size;
   });
   EXPECT_FALSE(c.local) << c.text;
   // A byte outside the inserted lines changed.
