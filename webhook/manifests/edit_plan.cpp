@@ -150,12 +150,7 @@ class ReadBack {
       const Expect* sub = bk->kind == YamlNode::Kind::kScalar ? kid(want, bk->value) : nullptr;
       if (!matches(bv, av, sub)) return false;
     }
-    for (std::size_t j = 0; j < want.appends.size(); ++j) {
-      const auto& [ak, av] = after->pairs[n + j];
-      if (ak->kind != YamlNode::Kind::kScalar || ak->value != want.appends[j]->key) return false;
-      if (!equals_json(av, want.appends[j]->value, budget_)) return false;
-    }
-    return true;
+    return appends_match(after, n, want.appends, budget_);
   }
 
   bool sequence_matches(const YamlNode* before, const YamlNode* after, const Expect& want) {
@@ -164,9 +159,7 @@ class ReadBack {
     for (std::size_t i = 0; i < n; ++i)
       if (!matches(before->items[i], after->items[i], want.kids.empty() ? nullptr : kid(want, std::to_string(i))))
         return false;
-    for (std::size_t j = 0; j < want.appends.size(); ++j)
-      if (!equals_json(after->items[n + j], want.appends[j]->value, budget_)) return false;
-    return true;
+    return appends_match(after, n, want.appends, budget_);
   }
 
   // Nodes no edit touches: the same kind, values, tags and typing (a plain scalar stays plain).
@@ -230,6 +223,23 @@ void apply_plan(YamlDocument& doc, const EditPlan& plan) {
         if (v == e.old) v = value;
     }
   }
+}
+
+bool appends_match(const YamlNode* collection, std::size_t from, const std::vector<const PlannedEdit*>& appends,
+                   std::size_t budget) {
+  if (collection->kind == YamlNode::Kind::kMap) {
+    if (collection->pairs.size() != from + appends.size()) return false;
+    for (std::size_t j = 0; j < appends.size(); ++j) {
+      const auto& [k, v] = collection->pairs[from + j];
+      if (k->kind != YamlNode::Kind::kScalar || k->value != appends[j]->key) return false;
+      if (!equals_json(v, appends[j]->value, budget)) return false;
+    }
+    return true;
+  }
+  if (collection->kind != YamlNode::Kind::kSequence || collection->items.size() != from + appends.size()) return false;
+  for (std::size_t j = 0; j < appends.size(); ++j)
+    if (!equals_json(collection->items[from + j], appends[j]->value, budget)) return false;
+  return true;
 }
 
 bool matches_plan(const YamlNode* before, const YamlNode* after, const EditPlan& plan, std::size_t budget) {

@@ -66,6 +66,13 @@ Result<EditPlan> plan_edits(const YamlDocument& doc, const std::vector<TemplateP
 // before planning: an edit shared through an anchor would otherwise reach every alias.
 void apply_plan(YamlDocument& doc, const EditPlan& plan);
 
+// True when the entries of `collection` from index `from` on are exactly `appends`, in plan order:
+// a mapping's scalar keys and values, a sequence's items, each value read as the plan's (walking at
+// most `budget` nodes each). What the whole read-back checks after a collection's old entries, and
+// the local one (read_back.h) over a run of inserted lines parsed alone.
+bool appends_match(const YamlNode* collection, std::size_t from, const std::vector<const PlannedEdit*>& appends,
+                   std::size_t budget);
+
 // True when `after` (an edited text read back) is `before` (the tree the plan was made from) with
 // the plan applied, and nothing else changed: at every edit's path, the new value reads as the
 // plan's value; everywhere else, the same nodes. Walks at most `budget` nodes.

@@ -84,19 +84,7 @@ bool run_matches(std::string_view run, const Insertion& ins, int column, YamlDoc
   if (!parse_document(text, scratch).ok() || !scratch.root || scratch.has_aliases) return false;
   const YamlNode* root = scratch.root;
   if (root->flow || root->kind != ins.node->kind || root->kind == YamlNode::Kind::kScalar) return false;
-  const std::size_t budget = node_budget(text);
-  if (root->kind == YamlNode::Kind::kMap) {
-    if (root->pairs.size() != ins.entries.size()) return false;
-    for (std::size_t i = 0; i < root->pairs.size(); ++i) {
-      const auto& [k, v] = root->pairs[i];
-      if (k->kind != YamlNode::Kind::kScalar || k->value != ins.entries[i]->key) return false;
-      if (!equals_json(v, ins.entries[i]->value, budget)) return false;
-    }
-  } else {
-    if (root->items.size() != ins.entries.size()) return false;
-    for (std::size_t i = 0; i < root->items.size(); ++i)
-      if (!equals_json(root->items[i], ins.entries[i]->value, budget)) return false;
-  }
+  if (!appends_match(root, 0, ins.entries, node_budget(text))) return false;
   if (entry_column(root) != column) return false;
   const YamlNode* leaf = last_leaf(root, scratch.used);
   return leaf && !block_scalar(leaf);
