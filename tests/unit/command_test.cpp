@@ -82,6 +82,20 @@ TEST(LauncherRule, TheListIsConfiguration) {
   EXPECT_EQ(launcher_rule(command_lines(spec({"torchrun", "t.py"})), mine), "");
 }
 
+TEST(LauncherRule, AReloadedListIsReadAgain) {
+  // The split of the configured list is kept between pods; a config with another list (a reload,
+  // or another config in the same thread) must not see the old one's.
+  const auto torchrun = command_lines(spec({"torchrun", "t.py"}));
+  std::vector<std::string> list{"torchrun"};
+  EXPECT_EQ(launcher_rule(torchrun, list), "torchrun in command");
+  list = {"deepspeed"};  // same vector, new contents
+  EXPECT_EQ(launcher_rule(torchrun, list), "");
+  EXPECT_TRUE(runs_only_mpi(command_lines(spec({"sh", "-c", "mpirun -np 2 hostname; torchrun t.py"})), list));
+  EXPECT_EQ(launcher_rule(torchrun, kDefaults), "torchrun in command");
+  EXPECT_FALSE(runs_only_mpi(command_lines(spec({"sh", "-c", "mpirun -np 2 hostname; torchrun t.py"})), kDefaults));
+  EXPECT_EQ(launcher_rule(torchrun, {}), "");
+}
+
 TEST(LoaderFlags, BothSpellingsBothFormsFirstLineThatStatesThem) {
   auto f = loader_flags(command_lines(spec({"sh", "-c", "pip install x; torchrun t.py --batch_size=32 --num-workers 8 "
                                                             "--prefetch_factor $(P)"},

@@ -132,10 +132,18 @@ std::optional<std::string> flag_value(const CommandLine& l, std::string_view fla
   return v ? std::optional<std::string>(expand_env(*v, *l.container)) : std::nullopt;
 }
 
-std::vector<std::vector<std::string>> split_patterns(const std::vector<std::string>& launchers) {
-  std::vector<std::vector<std::string>> out;
-  for (const auto& l : launchers) out.push_back(shell_words(l));
-  return out;
+// The configured launchers, each split into its words. Every pod is checked against the same
+// config, so each thread keeps its last split, compared by content (a reloaded config is split
+// again): splitting was a tenth of recognising a pod.
+const std::vector<std::vector<std::string>>& split_patterns(const std::vector<std::string>& launchers) {
+  thread_local std::vector<std::string> split_from;
+  thread_local std::vector<std::vector<std::string>> words;
+  if (words.empty() || split_from != launchers) {
+    words.clear();
+    for (const auto& l : launchers) words.push_back(shell_words(l));
+    split_from = launchers;
+  }
+  return words;
 }
 
 }  // namespace
@@ -156,7 +164,7 @@ std::optional<std::string> flag_in(const std::vector<std::string>& words, std::s
 }
 
 bool runs_only_mpi(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers) {
-  const auto patterns = split_patterns(launchers);
+  const auto& patterns = split_patterns(launchers);
   bool mpi = false;
   for (const auto& l : lines) {
     const std::string prog = program_name(l.words[0]);
@@ -191,7 +199,7 @@ std::string expand_env(const std::string& raw, const json& container) {
 }
 
 std::string launcher_rule(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers) {
-  const auto patterns = split_patterns(launchers);
+  const auto& patterns = split_patterns(launchers);
   for (const auto& l : lines)
     for (std::size_t i = 0; i < patterns.size(); ++i)
       if (starts(l.words, patterns[i])) return printable(launchers[i], 60) + " in " + l.field;
@@ -208,7 +216,7 @@ std::string launcher_rule(const std::vector<CommandLine>& lines, const std::vect
 
 LoaderFlags loader_flags(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers) {
   LoaderFlags f;
-  const auto patterns = split_patterns(launchers);
+  const auto& patterns = split_patterns(launchers);
   for (const auto& l : lines) {
     if (!is_launcher_line(l, patterns)) continue;  // a sidecar's `--workers` is not a DataLoader's
     bool any = false;
