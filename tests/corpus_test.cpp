@@ -128,6 +128,22 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
   }
 }
 
+// The runner writes a document without a mapping whose "containers" is a list as it came, without
+// searching it (may_hold_templates): on every real document, the search finds no template there.
+TEST_P(Corpus, NoTemplateWhereThePreCheckSeesNone) {
+  std::istringstream in(test::read_file(GetParam()));
+  manifests::DocumentReader reader(in);
+  manifests::RawDocument raw;
+  manifests::YamlDocument tree;
+  while (reader.next(raw)) {
+    if (!manifests::parse_document(raw.text, tree).ok() || !tree.root || tree.has_aliases) continue;
+    auto doc = manifests::to_json(tree.root, manifests::node_budget(raw.text));
+    ASSERT_TRUE(doc.ok()) << doc.error();
+    if (!manifests::may_hold_templates(tree.root))
+      EXPECT_TRUE(manifests::find_templates(*doc).empty()) << GetParam() << ":" << raw.first_line;
+  }
+}
+
 // Without ../shared/corpus (e.g. inside `docker build`) there are no files: not a failure.
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Corpus);
 INSTANTIATE_TEST_SUITE_P(Files, Corpus, ::testing::ValuesIn(all_corpus_files()),

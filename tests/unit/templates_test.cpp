@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "yaml_test_util.h"
+
 using namespace shmguard::manifests;
 using nlohmann::json;
 
@@ -89,4 +91,21 @@ TEST(Templates, KeysWithSlashesAreEscaped) {
 
 TEST(Templates, NothingInConfigMaps) {
   EXPECT_TRUE(paths({{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"data", {{"a", "b"}}}}).empty());
+}
+
+TEST(Templates, PreCheckSeesEveryContainersList) {
+  auto may = [](const std::string& text) {
+    YamlDocument doc;
+    EXPECT_TRUE(parse_document(text, doc).ok()) << text;
+    return may_hold_templates(doc.root);
+  };
+  EXPECT_TRUE(may("kind: Pod\nspec:\n  containers:\n  - name: c\n"));
+  EXPECT_TRUE(may("kind: List\nitems:\n- kind: Deployment\n  spec: {template: {spec: {containers: []}}}\n"));
+  // Conservative: a containers list anywhere, even where no template is.
+  EXPECT_TRUE(may("kind: Thing\ndata:\n  \"containers\": [a]\n"));
+  // A CRD's schema names containers with a mapping; a ConfigMap holds them in a string.
+  EXPECT_FALSE(may("kind: CustomResourceDefinition\nspec:\n  properties:\n    containers:\n      type: array\n"));
+  EXPECT_FALSE(may("kind: ConfigMap\ndata:\n  pod.yaml: |\n    spec:\n      containers: []\n"));
+  EXPECT_FALSE(may("kind: Service\nspec:\n  ports:\n  - port: 80\n"));
+  EXPECT_FALSE(may("just a scalar\n"));
 }

@@ -156,6 +156,12 @@ DocumentOutcome DocumentWorker::run(const std::string& file, int index, const Ra
     return out;
   }
   node_budget_ = node_budget(raw.text);
+  if (!ydoc_.has_aliases && !may_hold_templates(node)) {
+    // Nothing to size: neither converted nor searched. (Without aliases the conversion cannot
+    // fail, so no error is skipped; with them it may exceed the budget, and that is reported.)
+    out.status = write(at, out);
+    return out;
+  }
   auto doc = to_json(node, node_budget_);
   if (!doc) {
     out.status = Failure{at(doc.line()) + ": " + doc.error()};
@@ -178,6 +184,11 @@ DocumentOutcome DocumentWorker::run_parsed(const std::string& file, int index, c
 // The templates' reports, and the document's text as it is to be written.
 Status DocumentWorker::analyze(const Place& at, int index, const json& doc, DocumentOutcome& out) {
   for (const auto& ref : find_templates(doc)) out.reports.push_back(report_template(at, index, ref));
+  return write(at, out);
+}
+
+// The document's text as it is to be written, after its templates' reports.
+Status DocumentWorker::write(const Place& at, DocumentOutcome& out) {
   if (opts_.format == OutputFormat::kNone) return Ok{};
   // Written out, the document would pass on what kubectl refuses: mutate stops instead.
   for (const auto& rep : out.reports) {

@@ -79,6 +79,7 @@ class DocumentWorker {
   void place_warnings(TemplateReport& rep, int first_line) const;
   int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
   void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;
+  Status write(const Place& at, DocumentOutcome& out);
   Status write_unchanged(const Place& at, DocumentOutcome& out);
   Status write_changed(const Place& at, DocumentOutcome& out);
   Result<std::string> surgical_edit(const RawDocument& raw, const std::vector<TemplateReport>& reports);

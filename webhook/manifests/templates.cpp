@@ -198,6 +198,17 @@ json operator_pod(const json& tmpl, const TemplateRef& ref) {
   return pod;
 }
 
+bool may_hold_templates(const YamlNode* n) {
+  if (n->kind == YamlNode::Kind::kSequence)
+    return std::any_of(n->items.begin(), n->items.end(), may_hold_templates);
+  if (n->kind != YamlNode::Kind::kMap) return false;
+  return std::any_of(n->pairs.begin(), n->pairs.end(), [](const auto& kv) {
+    const auto& [k, v] = kv;
+    return (k->kind == YamlNode::Kind::kScalar && v->kind == YamlNode::Kind::kSequence && k->value == "containers") ||
+           may_hold_templates(v);
+  });
+}
+
 std::vector<TemplateRef> find_templates(const json& doc) {
   std::vector<TemplateRef> out;
   Walker{out, {}, {}}.visit(doc, Owner{}, 0);

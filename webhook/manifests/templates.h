@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "inject/procs.h"
+#include "manifests/yaml_doc.h"
 
 namespace shmguard::manifests {
 
@@ -47,6 +48,12 @@ nlohmann::json operator_pod(const nlohmann::json& tmpl, const TemplateRef& ref);
 // A template's JSON patch (inject_pod's, paths within the template) as a patch of the document
 // that holds it at `pointer`, appended to `out`.
 void append_in_document(const std::string& pointer, const nlohmann::json& patch, nlohmann::json& out);
+
+// False only when the tree `root` (no aliases) certainly holds no pod template: no mapping has a
+// "containers" key with a sequence value, which every template's spec has (is_pod_template). A
+// document without one is written as it came without being converted to JSON and searched: a
+// ConfigMap, a Service, a CustomResourceDefinition (whose schemas' containers are mappings).
+bool may_hold_templates(const YamlNode* root);
 
 // Every pod template in `doc`: a Pod itself, the templates of workload kinds, List items,
 // and any pod-template-shaped object (an object whose spec has a containers list) elsewhere.
