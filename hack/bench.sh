@@ -6,12 +6,14 @@
 #      obey Little's law; wrk's do not against shmguard); the server's peak resident memory; the
 #      Go net/http peer (hack/bench/go-baseline) measured the same way right after.
 #   3. `shmguard mutate` over a generated 10,000-document file vs PyYAML load+dump (and, with
-#      SHMGUARD_BENCH_BASELINE=/path/to/an/older/shmguard, that binary with one thread, same input).
+#      SHMGUARD_BENCH_BASELINE=/path/to/an/older/shmguard, that binary with one thread, same input),
+#      beside libyaml alone reading the same bytes (the floor under mutate's time); ROUNDS=5 repeats
+#      the one-thread runs back to back and gives each round's ratio and their min/median/max.
 #   4. `shmguard monitor` and `shmguard top -A` against a fake fleet (hack/bench/fake_fleet.py: an
 #      API server and 200 kubelets x 50 pods on loopback), the monitor alone on CPU 0 and the fleet
 #      on CPU 1: each cycle's time, CPU per cycle and peak RSS; healthy, then with 5 slow kubelets
 #      (3 s) and one that never answers.
-# usage: hack/bench.sh [engine|server|offline|monitor]...   (default: all)   DURATION=10s
+# usage: hack/bench.sh [engine|server|offline|monitor]...   (default: all)   DURATION=10s ROUNDS=1
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/deps.sh" bench
@@ -90,27 +92,55 @@ offline)
   tail -1 "$work/report.txt"
   /usr/bin/time -f "shmguard mutate (stdin): %e s (cpu %U+%S s), peak RSS %M KiB" "$bin" mutate -f - <"$work/big.yaml" >/dev/null 2>"$work/report2.txt" || true
   tail -1 "$work/report2.txt"
-  # One thread: what the parallel runner gains, and what a loaded machine (no free core) gets.
-  /usr/bin/time -f "shmguard mutate -j 1: %e s (cpu %U+%S s), peak RSS %M KiB" "$bin" mutate -j 1 -f "$work/big.yaml" >"$work/out1.yaml" 2>"$work/report1.txt" || true
-  tail -1 "$work/report1.txt"
-  cmp -s "$work/out.yaml" "$work/out1.yaml" || echo "MISMATCH: -j 1 wrote other bytes than the default"
-  if [[ -n "${SHMGUARD_BENCH_BASELINE:-}" ]]; then  # side by side in this run: an older binary, one thread
-    /usr/bin/time -f "baseline mutate -j 1: %e s (cpu %U+%S s), peak RSS %M KiB" "$SHMGUARD_BENCH_BASELINE" mutate -j 1 \
-      -f "$work/big.yaml" >"$work/outb.yaml" 2>"$work/reportb.txt" || true
-    tail -1 "$work/reportb.txt"
-    cmp -s "$work/out1.yaml" "$work/outb.yaml" || echo "MISMATCH: the baseline wrote other bytes"
-  fi
-  /usr/bin/time -o "$work/py.txt" -f "PyYAML load+dump: %e s (cpu %U+%S s), peak RSS %M KiB" /usr/bin/python3 -c '
+  # One thread, ROUNDS times (default 1), each round this binary, the baseline when given, libyaml
+  # alone and PyYAML back to back: on this shared VM one binary's time varies by a third between
+  # runs, so a ratio is read per round (both sides of it ran within seconds of each other).
+  pyyaml='
 import sys, yaml
 docs = list(yaml.load_all(open(sys.argv[1]), Loader=yaml.CSafeLoader))
 yaml.dump_all(docs, open("/dev/null", "w"), Dumper=yaml.CSafeDumper)
-' "$work/big.yaml"
-  cat "$work/py.txt"
-  # The ratio README quotes (goal in issue #21: 12x), from the file run and PyYAML's.
-  mine=$(tail -1 "$work/report.txt" | sed -n 's/^shmguard mutate: \([0-9.]*\) s.*/\1/p')
-  theirs=$(sed -n 's/^PyYAML load+dump: \([0-9.]*\) s.*/\1/p' "$work/py.txt")
-  one=$(tail -1 "$work/report1.txt" | sed -n 's/^shmguard mutate -j 1: \([0-9.]*\) s.*/\1/p')
-  [[ -n "$mine" && -n "$theirs" ]] && python3 -c "print(f'shmguard mutate is {$theirs / $mine:.1f}x PyYAML load+dump ({$theirs / ${one:-$mine}:.1f}x with -j 1, $(nproc) cores)')"
+'
+  seconds() { sed -n "s/^$1: \([0-9.]*\) s.*/\1/p" "$2" | tail -1; }
+  cpu() { sed -n "s/^$1: .*(cpu \([0-9.]*\)+\([0-9.]*\) s).*/\1 + \2/p" "$2" | tail -1; }  # user + system
+  ratios=() cpu_ratios=()
+  for round in $(seq "${ROUNDS:-1}"); do
+    if ((${ROUNDS:-1} > 1)); then echo "-- round $round"; fi
+    /usr/bin/time -f "shmguard mutate -j 1: %e s (cpu %U+%S s), peak RSS %M KiB" "$bin" mutate -j 1 -f "$work/big.yaml" >"$work/out1.yaml" 2>"$work/report1.txt" || true
+    tail -1 "$work/report1.txt"
+    cmp -s "$work/out.yaml" "$work/out1.yaml" || echo "MISMATCH: -j 1 wrote other bytes than the default"
+    if [[ -n "${SHMGUARD_BENCH_BASELINE:-}" ]]; then  # side by side in this run: an older binary, one thread
+      /usr/bin/time -f "baseline mutate -j 1: %e s (cpu %U+%S s), peak RSS %M KiB" "$SHMGUARD_BENCH_BASELINE" mutate -j 1 \
+        -f "$work/big.yaml" >"$work/outb.yaml" 2>"$work/reportb.txt" || true
+      tail -1 "$work/reportb.txt"
+      cmp -s "$work/out1.yaml" "$work/outb.yaml" || echo "MISMATCH: the baseline wrote other bytes"
+    fi
+    # The floor: libyaml reading the same bytes into events and nothing more (tests/bench/libyaml_floor.cpp).
+    /usr/bin/time -o "$work/floor.txt" -f "libyaml alone: %e s (cpu %U+%S s), peak RSS %M KiB" \
+      "$root/build/shmguard_libyaml_floor" "$work/big.yaml" >/dev/null
+    cat "$work/floor.txt"
+    /usr/bin/time -o "$work/py.txt" -f "PyYAML load+dump: %e s (cpu %U+%S s), peak RSS %M KiB" /usr/bin/python3 -c "$pyyaml" "$work/big.yaml"
+    cat "$work/py.txt"
+    one=$(seconds "shmguard mutate -j 1" "$work/report1.txt")
+    floor=$(seconds "libyaml alone" "$work/floor.txt")
+    theirs=$(seconds "PyYAML load+dump" "$work/py.txt")
+    if [[ -n "$one" && -n "$theirs" && -n "$floor" ]]; then
+      ratio=$(python3 -c "print(f'{$theirs / $one:.1f}')")
+      # CPU time too: wall time also counts the moments this VM was not running the process at all.
+      cpu_ratio=$(python3 -c "print(f'{($(cpu "PyYAML load+dump" "$work/py.txt")) / ($(cpu "shmguard mutate -j 1" "$work/report1.txt")):.1f}')")
+      ratios+=("$ratio") cpu_ratios+=("$cpu_ratio")
+      python3 -c "print(f'shmguard mutate -j 1 is {$ratio}x PyYAML load+dump ({$cpu_ratio}x in CPU time); libyaml alone is {$floor / $one * 100:.0f}% of its time (at most {$theirs / $floor:.1f}x PyYAML)')"
+    fi
+  done
+  # The ratio README quotes (goal in issue #21: 12x), from the file run (all cores) and PyYAML's last.
+  mine=$(seconds "shmguard mutate" "$work/report.txt")
+  if [[ -n "$mine" && -n "${theirs:-}" ]]; then
+    python3 -c "print(f'shmguard mutate is {$theirs / $mine:.1f}x PyYAML load+dump ($(nproc) cores)')"
+  fi
+  if ((${#ratios[@]} > 1)); then
+    python3 -c "
+for what, r in (('wall', sorted([$(IFS=,; echo "${ratios[*]}")])), ('CPU', sorted([$(IFS=,; echo "${cpu_ratios[*]}")]))):
+    print(f'-j 1 against PyYAML over {len(r)} rounds, {what} time: min {r[0]}x, median {r[len(r) // 2]}x, max {r[-1]}x')"
+  fi
   ;;
 monitor)
   cycles=4

@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "yaml_test_util.h"
-
 using namespace shmguard::manifests;
 using nlohmann::json;
 

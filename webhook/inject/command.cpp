@@ -138,7 +138,7 @@ std::optional<std::string> flag_value(const CommandLine& l, std::string_view fla
 const std::vector<std::vector<std::string>>& split_patterns(const std::vector<std::string>& launchers) {
   thread_local std::vector<std::string> split_from;
   thread_local std::vector<std::vector<std::string>> words;
-  if (words.empty() || split_from != launchers) {
+  if (split_from != launchers) {  // both start empty: an empty list splits into nothing
     words.clear();
     for (const auto& l : launchers) words.push_back(shell_words(l));
     split_from = launchers;
