@@ -1,6 +1,7 @@
 // yaml_read: documents split with their exact bytes, and the tree libyaml's events build.
 #include <gtest/gtest.h>
 
+#include "base/limits.h"
 #include "manifests/yaml_doc.h"
 #include "yaml_test_util.h"
 
@@ -102,6 +103,28 @@ TEST(ParseDocument, NestingIsLimitedWhileParsing) {
   EXPECT_FALSE(deep_parsed.ok());
   EXPECT_EQ(deep_parsed.error().find("invalid YAML"), std::string::npos) << deep_parsed.error();  // a bound, not a syntax error
   EXPECT_FALSE(parse_document("a: &a [*a]\n", doc).ok());  // an alias inside its own node
+}
+
+// Heights are the nesting an alias brings with it: the bound counts the expansion.
+TEST(ParseDocument, HeightsCountNestedCollections) {
+  YamlDocument doc;
+  ASSERT_TRUE(parse_document("a: [[1], 2, {}]\nb: x\nc: {d: [[[]]]}\n", doc).ok());
+  const YamlNode* root = doc.root;
+  EXPECT_EQ(root->pairs[1].second->height, 0);                   // a scalar
+  EXPECT_EQ(root->pairs[0].second->items[2]->height, 1);         // an empty mapping
+  EXPECT_EQ(root->pairs[0].second->items[0]->height, 1);         // [1]
+  EXPECT_EQ(root->pairs[0].second->height, 2);                   // [[1], 2, {}]
+  EXPECT_EQ(root->pairs[2].second->height, 4);                   // {d: [[[]]]}
+  EXPECT_EQ(root->height, 5);
+  // An anchored list 100 deep, aliased 20 and 40 collections down: 20 + 100 fits in 128, 40 + 100
+  // does not, though the text itself never nests deeper than 100.
+  const std::string anchored = "a: &x " + std::string(100, '[') + std::string(100, ']') + "\n";
+  auto aliased_at = [&](int depth) { return anchored + "b: " + std::string(depth, '[') + "*x" + std::string(depth, ']') + "\n"; };
+  EXPECT_TRUE(parse_document(aliased_at(20), doc).ok());
+  EXPECT_EQ(doc.root->height, 121);  // the root, "b"'s 20 lists and the alias's 100
+  auto refused = parse_document(aliased_at(40), doc);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error(), std::string(shmguard::kNestingError) + " (alias expanded)");
 }
 
 TEST(TextIndex, MapsCharactersToBytes) {

@@ -8,8 +8,8 @@
 #pragma once
 
 #include <cstddef>
-#include <deque>
 #include <istream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -82,8 +82,11 @@ struct YamlNode {
 // The nodes are an arena kept across parses: parse_document reuses them (their strings and
 // vectors keep their capacity), so a stream of documents allocates about as much as its largest.
 struct YamlDocument {
-  std::deque<YamlNode> nodes;
-  std::size_t used = 0;      // nodes[0, used) belong to the current document
+  // Blocks of kBlock nodes: a node never moves, and finding the next one is a shift and a mask
+  // (a std::deque of nodes this size holds three per chunk).
+  static constexpr std::size_t kBlock = 256;
+  std::vector<std::unique_ptr<YamlNode[]>> blocks;
+  std::size_t used = 0;      // the first `used` nodes of the blocks belong to the current document
   YamlNode* root = nullptr;  // null for an empty or comment-only document
   bool has_aliases = false;  // some nodes are shared
   YamlNode* make(YamlNode::Kind kind);

@@ -119,7 +119,7 @@ class Builder {
     if (tag) n->tag = reinterpret_cast<const char*>(tag);
     anchor(seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor, n);
     if (!attach(n)) return false;
-    stack_.push_back({n, nullptr, n->start, n->line});
+    stack_.push_back({n, nullptr, n->start, n->line, -1});
     return true;
   }
 
@@ -127,10 +127,9 @@ class Builder {
     YamlNode* n = stack_.back().node;
     n->end = n->flow ? ev.end_mark.index : stack_.back().last_end;
     const int end_line = n->flow ? static_cast<int>(ev.end_mark.line) + 1 : stack_.back().last_line;
-    n->height = 1;
-    for (const YamlNode* c : n->items) n->height = std::max(n->height, c->height + 1);
-    for (const auto& [k, v] : n->pairs) n->height = std::max(n->height, v->height + 1);
+    n->height = std::max(1, stack_.back().tallest + 1);
     stack_.pop_back();
+    if (!stack_.empty()) stack_.back().tallest = std::max(stack_.back().tallest, n->height);
     note_end(n->end, end_line);
   }
 
@@ -152,6 +151,7 @@ class Builder {
     YamlNode* pending_key;
     std::size_t last_end;  // end of the last key, value or item read in this collection
     int last_line;
+    int tallest;           // the greatest height among its items or values so far (-1: none)
   };
 
   static void place(YamlNode* n, const yaml_event_t& ev) {
@@ -186,10 +186,12 @@ class Builder {
     } else if (!top.pending_key) {
       if (n->kind != YamlNode::Kind::kScalar) return fail("mapping keys must be scalars", n->line);
       top.pending_key = n;
+      return true;
     } else {
       top.node->pairs.emplace_back(top.pending_key, n);
       top.pending_key = nullptr;
     }
+    top.tallest = std::max(top.tallest, n->height);  // a collection still open counts at its end
     return true;
   }
 };
@@ -224,8 +226,9 @@ bool YamlDocument::unshare(std::size_t budget) {
 }
 
 YamlNode* YamlDocument::make(YamlNode::Kind kind) {
-  if (used == nodes.size()) nodes.emplace_back();
-  YamlNode& n = nodes[used++];
+  if (used == blocks.size() * kBlock) blocks.push_back(std::make_unique<YamlNode[]>(kBlock));
+  YamlNode& n = blocks[used / kBlock][used % kBlock];
+  ++used;
   n.reset(kind);
   return &n;
 }
