@@ -6,8 +6,10 @@ DataLoader, as `torchrun --nproc-per-node=N` does; with --torchrun N the real to
 
 usage: dataloader_workload.py --batch-size B --num-workers W --sample-size BYTES
                               [--prefetch-factor P] [--procs N | --torchrun N] [--steps S]
-                              [--step-seconds T]
-Prints one JSON line {"peak_shm_bytes": ...} and exits 0 when every process finished."""
+                              [--step-seconds T] [--idle]
+Prints one JSON line {"peak_shm_bytes": ...} and exits 0 when every process finished. With --idle
+it prints {"idle_shm_bytes": ...} instead: what one DataLoader holds in /dev/shm before any batch
+exists (a page per semaphore of its queues), then exits."""
 import argparse
 import json
 import os
@@ -59,6 +61,27 @@ def loader_main(args):
     print(json.dumps({"checksum": checksum}), flush=True)
 
 
+def idle_main(args):
+    """The DataLoader's own use of /dev/shm: its iterator started, its workers asleep before their
+    first sample, so every page counted is one its queues hold, not a batch's."""
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Slow(Dataset):
+        def __len__(self):
+            return 1 << 30
+
+        def __getitem__(self, i):
+            time.sleep(2)
+            return torch.zeros(1)
+
+    loader = DataLoader(Slow(), batch_size=args.batch_size, num_workers=args.num_workers,
+                        prefetch_factor=args.prefetch_factor, persistent_workers=False)
+    it = iter(loader)  # its queues (and their semaphores) exist once this returns
+    print(json.dumps({"idle_shm_bytes": shm_used()}), flush=True)
+    del it  # the workers wake, see the loader shut down, and exit
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -88,7 +111,11 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--step-seconds", type=float, default=0.15)
     p.add_argument("--child", action="store_true")
+    p.add_argument("--idle", action="store_true")
     args = p.parse_args()
+    if args.idle:
+        idle_main(args)
+        return 0
     if args.child:
         loader_main(args)
         return 0
