@@ -90,8 +90,8 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
   ASSERT_EQ(before.size(), after.size());
   for (std::size_t i = 0; i < before.size(); ++i) {
     // Offline and webhook agree on every template of this document.
-    auto templates = manifests::find_templates(before[i]);
-    auto mutated_templates = manifests::find_templates(after[i]);
+    auto templates = test::templates_of(before[i]);
+    auto mutated_templates = test::templates_of(after[i]);
     ASSERT_EQ(templates.size(), mutated_templates.size());
     for (std::size_t k = 0; k < templates.size(); ++k) {
       // In the cluster the operator labels these pods and sets PET_NPROC_PER_NODE; so does this.
@@ -137,10 +137,9 @@ TEST_P(Corpus, NoTemplateWhereThePreCheckSeesNone) {
   manifests::YamlDocument tree;
   while (reader.next(raw)) {
     if (!manifests::parse_document(raw.text, tree).ok() || !tree.root || tree.has_aliases) continue;
-    auto doc = manifests::to_json(tree.root, manifests::node_budget(raw.text));
-    ASSERT_TRUE(doc.ok()) << doc.error();
-    if (!manifests::may_hold_templates(tree.root))
-      EXPECT_TRUE(manifests::find_templates(*doc).empty()) << GetParam() << ":" << raw.first_line;
+    if (!manifests::may_hold_templates(tree.root)) {
+      EXPECT_TRUE(manifests::find_templates(tree.root).empty()) << GetParam() << ":" << raw.first_line;
+    }
   }
 }
 

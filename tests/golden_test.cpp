@@ -158,7 +158,7 @@ TEST_P(OwnerGolden, OfflineReadsTheOwnerAndTheWebhookAgrees) {
   EXPECT_EQ(test::read_file(golden_path), actual) << "golden differs; REFRESH_GOLDEN=1 rewrites it";
 
   const json doc = test::yaml_documents(input).at(0);
-  const auto refs = manifests::find_templates(doc);
+  const auto refs = test::templates_of(doc);
   ASSERT_EQ(refs.size(), runner.reports().size());
   for (std::size_t i = 0; i < refs.size(); ++i) {
     const auto& rep = runner.reports()[i];

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "manifests/templates.h"
 #include "manifests/yaml_doc.h"
 
 namespace shmguard::test {
@@ -60,6 +61,14 @@ inline std::vector<nlohmann::json> yaml_documents(const std::string& text) {
     out.push_back(*j);
   }
   return out;
+}
+
+// The pod templates of a document given as JSON, found as the offline path finds them: in the tree
+// of its text (JSON is YAML). The refs' nodes live until the next call on this thread.
+inline std::vector<manifests::TemplateRef> templates_of(const nlohmann::json& doc) {
+  thread_local manifests::YamlDocument tree;
+  if (auto parsed = manifests::parse_document(doc.dump(), tree); !parsed) throw std::runtime_error(parsed.error());
+  return manifests::find_templates(tree.root);
 }
 
 inline nlohmann::json admission_review(const std::string& api_version, const nlohmann::json& pod,

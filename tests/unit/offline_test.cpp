@@ -203,6 +203,38 @@ spec:
   EXPECT_EQ(mounts, 2u) << r.out;
 }
 
+// A key written twice warns on the template whose text holds it, at the repeat's line; with
+// aliases, also on a template that reaches the mapping through one.
+TEST(Offline, RepeatedKeysWarnOnTheirOwnTemplate) {
+  // A List of two Jobs, `a` and `b`, with these container lines.
+  auto list = [](const std::string& a, const std::string& b) {
+    auto job = [](const char* name, const std::string& container) {
+      return std::string("- apiVersion: batch/v1\n  kind: Job\n  metadata: {name: ") + name +
+             "}\n  spec:\n    template:\n      spec:\n        containers:\n" + container;
+    };
+    return "apiVersion: v1\nkind: List\nitems:\n" + job("a", a) + job("b", b);
+  };
+  const std::string text = list("        - name: c\n          image: x\n          image: y\n", "        - name: c\n          image: z\n");
+  auto warnings = [](const TemplateReport& r) {
+    std::vector<std::string> w;
+    for (const auto& x : r.result.warnings) w.push_back(std::to_string(x.line) + ": " + x.text);
+    return w;
+  };
+  auto r = run(text, OutputFormat::kNone);
+  ASSERT_TRUE(r.ok) << r.err;
+  ASSERT_EQ(r.reports.size(), 2u);
+  EXPECT_EQ(warnings(r.reports[0]), std::vector<std::string>{"13: key \"image\" given twice in one mapping (also at line 12): "
+                                                             "kubectl keeps this last value and drops the first"});
+  EXPECT_TRUE(warnings(r.reports[1]).empty());
+  // The second job's container is the first one's, through an alias: the repeat is its too.
+  const std::string aliased = list("        - &c\n          name: c\n          image: x\n          image: y\n", "        - *c\n");
+  r = run(aliased, OutputFormat::kNone);
+  ASSERT_TRUE(r.ok) << r.err << "\n" << aliased;
+  ASSERT_EQ(r.reports.size(), 2u);
+  EXPECT_EQ(warnings(r.reports[0]).size(), 1u) << aliased;
+  EXPECT_EQ(warnings(r.reports[1]), warnings(r.reports[0])) << aliased;
+}
+
 // ---- threads: any number writes what one does ----
 
 namespace {

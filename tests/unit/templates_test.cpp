@@ -3,14 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include "../test_util.h"
+
 using namespace shmguard::manifests;
 using nlohmann::json;
 
 namespace {
+std::vector<TemplateRef> found(const json& doc) { return shmguard::test::templates_of(doc); }
 json tmpl() { return {{"metadata", json::object()}, {"spec", {{"containers", json::array({{{"name", "c"}}})}}}}; }
 std::vector<std::string> paths(const json& doc) {
   std::vector<std::string> out;
-  for (auto& t : find_templates(doc)) out.push_back(t.pointer);
+  for (auto& t : found(doc)) out.push_back(t.pointer);
   return out;
 }
 }  // namespace
@@ -19,7 +22,7 @@ TEST(Templates, PodIsItsOwnTemplate) {
   json pod = tmpl();
   pod["apiVersion"] = "v1";
   pod["kind"] = "Pod";
-  auto t = find_templates(pod);
+  auto t = found(pod);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].pointer, "");
   EXPECT_EQ(t[0].template_kind, TemplateKind::kPod);
@@ -55,7 +58,7 @@ TEST(Templates, WorkloadKinds) {
 TEST(Templates, KubeflowKindsAreTraining) {
   json job = {{"apiVersion", "kubeflow.org/v1"}, {"kind", "PyTorchJob"}, {"metadata", {{"name", "j"}}},
               {"spec", {{"pytorchReplicaSpecs", {{"Master", {{"template", tmpl()}}}, {"Worker", {{"template", tmpl()}}}}}}}};
-  auto t = find_templates(job);
+  auto t = found(job);
   ASSERT_EQ(t.size(), 2u);
   EXPECT_TRUE(t[0].training_kind);
   EXPECT_EQ(t[0].kind, "PyTorchJob");
@@ -72,7 +75,7 @@ TEST(Templates, ListItemsOwnTheirTemplates) {
                            {"spec", {{"tfReplicaSpecs", {{"Worker", {{"template", tmpl()}}}}}}}},
                           {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"metadata", {{"generateName", "web-"}}},
                            {"spec", {{"template", tmpl()}}}}}}};
-  auto t = find_templates(list);
+  auto t = found(list);
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[0].kind, "TFJob");
   EXPECT_TRUE(t[0].training_kind);
@@ -106,4 +109,66 @@ TEST(Templates, PreCheckSeesEveryContainersList) {
   EXPECT_FALSE(may("kind: ConfigMap\ndata:\n  pod.yaml: |\n    spec:\n      containers: []\n"));
   EXPECT_FALSE(may("kind: Service\nspec:\n  ports:\n  - port: 80\n"));
   EXPECT_FALSE(may("just a scalar\n"));
+}
+
+// The walk reads the tree as to_json() reads it: a mapping's members in key order (the reports'
+// order since the search ran on JSON), a repeated key's last value, scalars typed as Kubernetes
+// reads YAML, aliases expanded.
+namespace {
+std::vector<TemplateRef> found_in(const std::string& text) {
+  static YamlDocument tree;
+  EXPECT_TRUE(parse_document(text, tree).ok()) << text;
+  return find_templates(tree.root);
+}
+constexpr const char* kPodSpec = "spec:\n          containers:\n          - name: c\n";  // a template at column 6
+}  // namespace
+
+TEST(Templates, MembersInKeyOrderAsJsonHasThem) {
+  const std::string mpi = std::string("apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata: {name: m}\nspec:\n") +
+                          "  mpiReplicaSpecs:\n    Worker:\n      template:\n        " + kPodSpec +
+                          "    Launcher:\n      template:\n        " + kPodSpec;
+  auto t = found_in(mpi);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].path, "spec.mpiReplicaSpecs.Launcher.template");
+  EXPECT_TRUE(t[0].mpi_launcher);
+  EXPECT_EQ(t[1].path, "spec.mpiReplicaSpecs.Worker.template");
+  EXPECT_FALSE(t[1].mpi_launcher);
+}
+
+TEST(Templates, RepeatedKeyKeepsItsLastValue) {
+  // The later scalar hides the template before it, and the later template counts.
+  EXPECT_TRUE(found_in(std::string("apiVersion: v1\nkind: PodTemplate\ntemplate:\n  ") +
+                       "spec:\n    containers:\n    - name: c\ntemplate: none\n").empty());
+  auto t = found_in(std::string("apiVersion: v1\nkind: PodTemplate\nmetadata: {name: a}\nmetadata: {name: b}\n") +
+                    "template: none\ntemplate:\n  spec:\n    containers:\n    - name: c\n");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].pointer, "/template");
+  EXPECT_EQ(t[0].name, "b");
+  EXPECT_EQ(t[0].node->line, 7);  // the second `template:`'s value
+}
+
+TEST(Templates, OwnerFieldsTypedAsKubernetesReadsThem) {
+  const std::string job = std::string("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  generateName: ft-\n") +
+                          "spec:\n  nprocPerNode: 0x4\n  pytorchReplicaSpecs:\n    Worker:\n      template:\n        " + kPodSpec;
+  auto t = found_in(job);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].name, "ft-*");
+  ASSERT_TRUE(t[0].owner_procs.has_value());
+  EXPECT_EQ(t[0].owner_procs->value, "4");  // an int in hex, as JSON has it
+  // A quoted "true" is a string, not the bool runLauncherAsWorker wants; `yes` is the bool.
+  const std::string mpi = std::string("apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nspec:\n  runLauncherAsWorker: X\n") +
+                          "  mpiReplicaSpecs:\n    Launcher:\n      template:\n        " + kPodSpec;
+  auto with = [&](const char* v) { std::string s = mpi; return found_in(s.replace(s.find('X'), 1, v)).at(0).mpi_launcher; };
+  EXPECT_TRUE(with("\"true\""));
+  EXPECT_FALSE(with("yes"));
+  EXPECT_FALSE(with("true"));
+}
+
+TEST(Templates, AliasesExpandAsInJson) {
+  auto t = found_in(std::string("apiVersion: v1\nkind: List\nitems:\n- &d\n  apiVersion: apps/v1\n  kind: Deployment\n") +
+                    "  spec:\n    template:\n      spec:\n        containers:\n        - name: c\n- *d\n");
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].pointer, "/items/0/spec/template");
+  EXPECT_EQ(t[1].pointer, "/items/1/spec/template");
+  EXPECT_EQ(t[0].node, t[1].node);  // one node in the tree, found twice
 }

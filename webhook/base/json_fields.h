@@ -46,10 +46,12 @@ inline std::string str_field(const nlohmann::json& obj, const char* key) {
 
 // How logs and reports name an object: metadata.name, or generateName + "*" for the ones a
 // controller creates (the API server picks the suffix after admission).
-inline std::string display_name(const nlohmann::json& metadata) {
-  std::string name = str_field(metadata, "name");
-  if (name.empty() && !str_field(metadata, "generateName").empty()) name = str_field(metadata, "generateName") + "*";
+inline std::string display_name(std::string name, const std::string& generate_name) {
+  if (name.empty() && !generate_name.empty()) name = generate_name + "*";
   return name;
+}
+inline std::string display_name(const nlohmann::json& metadata) {
+  return display_name(str_field(metadata, "name"), str_field(metadata, "generateName"));
 }
 
 // Text of a label or annotation value; numbers and booleans (offline YAML) become their text.

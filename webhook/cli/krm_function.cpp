@@ -148,7 +148,7 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
   }
   const manifests::DocumentOptions opts;  // YAML: the list's own text, edited in place
   manifests::DocumentWorker worker(cfg, opts);
-  auto outcome = worker.run_parsed("<stdin>", 1, manifests::RawDocument{text, 1}, doc, *list);
+  auto outcome = worker.run_parsed("<stdin>", 1, manifests::RawDocument{text, 1}, doc);
   if (!outcome.status) {
     err << "shmguard fn: " << outcome.status.error() << "\n";
     return kExitFunctionError;

@@ -117,7 +117,7 @@ int run_mutate(ManifestArgs a) {
   constexpr std::size_t kBuffer = 1 << 20;
   static char stdout_buffer[kBuffer];  // never freed: stdio may still flush it after static destructors
   std::setvbuf(stdout, stdout_buffer, _IOFBF, kBuffer);
-  auto tmp_buffer = std::make_unique<char[]>(kBuffer);  // declared before the file: freed after its fclose
+  std::unique_ptr<char[]> tmp_buffer(new char[kBuffer]);  // not zeroed; declared before the file: freed after its fclose
   std::FILE* tmp = std::tmpfile();
   if (!tmp) return fail("cannot create a temporary file");
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(tmp, std::fclose);

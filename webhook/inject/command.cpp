@@ -16,12 +16,12 @@ using nlohmann::json;
 constexpr std::string_view kSeparator = ";";  // what shell_words puts between simple commands
 
 bool is_python(const std::string& word) {
-  const std::string b = program_name(word);
-  return b.starts_with("python") && b.find_first_not_of("0123456789.", 6) == std::string::npos;
+  const std::string_view b = program_name(word);
+  return b.starts_with("python") && b.find_first_not_of("0123456789.", 6) == std::string_view::npos;
 }
 
 bool is_shell(const std::string& word) {
-  const std::string b = program_name(word);
+  const std::string_view b = program_name(word);
   return b == "sh" || b == "bash" || b == "dash" || b == "ash" || b == "zsh";
 }
 
@@ -35,7 +35,7 @@ bool is_assignment(const std::string& w) {
 std::vector<std::string> unwrap(std::vector<std::string> words) {
   std::size_t i = 0;
   while (i < words.size()) {
-    const std::string b = program_name(words[i]);
+    const std::string_view b = program_name(words[i]);
     if (is_assignment(words[i]) || b == "exec" || b == "env" || b == "nohup" || b == "time") ++i;
     else break;
   }
@@ -98,12 +98,19 @@ void add_container(const json& c, std::vector<CommandLine>& out) {
   if (!proto.words.empty()) out.push_back(std::move(proto));
 }
 
-// The words of `pattern` ("python -m torch.distributed.run") start `line`: its first word is the
-// program (any python3.x for "python"), the others follow it in order, next to each other.
-bool starts(const std::vector<std::string>& line, const std::vector<std::string>& pattern) {
+// A command line's first word as the patterns compare it, worked out once for all of them.
+struct Program {
+  explicit Program(const std::string& word) : name(program_name(word)), python(is_python(word)) {}
+  std::string_view name;
+  bool python;
+};
+
+// The words of `pattern` ("python -m torch.distributed.run") start `line` (whose first word is
+// `program`): its first word is the program (any python3.x for "python"), the others follow it
+// in order, next to each other.
+bool starts(const std::vector<std::string>& line, const Program& program, const std::vector<std::string>& pattern) {
   if (pattern.empty() || line.empty()) return false;
-  const bool program = pattern[0] == "python" ? is_python(line[0]) : program_name(line[0]) == pattern[0];
-  if (!program) return false;
+  if (!(pattern[0] == "python" ? program.python : program.name == pattern[0])) return false;
   if (pattern.size() == 1) return true;
   auto it = std::search(line.begin() + 1, line.end(), pattern.begin() + 1, pattern.end());
   return it != line.end();
@@ -111,8 +118,9 @@ bool starts(const std::vector<std::string>& line, const std::vector<std::string>
 
 bool is_launcher_line(const CommandLine& l, const std::vector<std::vector<std::string>>& patterns) {
   if (l.words.empty()) return false;
-  if (is_python(l.words[0])) return true;
-  return std::any_of(patterns.begin(), patterns.end(), [&](const auto& p) { return starts(l.words, p); });
+  const Program program(l.words[0]);
+  if (program.python) return true;
+  return std::any_of(patterns.begin(), patterns.end(), [&](const auto& p) { return starts(l.words, program, p); });
 }
 
 struct Flag {
@@ -148,9 +156,9 @@ const std::vector<std::vector<std::string>>& split_patterns(const std::vector<st
 
 }  // namespace
 
-std::string program_name(const std::string& word) {
+std::string_view program_name(std::string_view word) {
   const auto slash = word.rfind('/');
-  return slash == std::string::npos ? word : word.substr(slash + 1);
+  return slash == std::string_view::npos ? word : word.substr(slash + 1);
 }
 
 std::optional<std::string> flag_in(const std::vector<std::string>& words, std::size_t from, std::string_view flag) {
@@ -167,7 +175,7 @@ bool runs_only_mpi(const std::vector<CommandLine>& lines, const std::vector<std:
   const auto& patterns = split_patterns(launchers);
   bool mpi = false;
   for (const auto& l : lines) {
-    const std::string prog = program_name(l.words[0]);
+    const std::string_view prog = program_name(l.words[0]);
     if (prog == "mpirun" || prog == "mpiexec" || prog == "horovodrun") mpi = true;
     else if (is_launcher_line(l, patterns)) return false;  // Python or a launcher of its own
   }
@@ -200,9 +208,12 @@ std::string expand_env(const std::string& raw, const json& container) {
 
 std::string launcher_rule(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers) {
   const auto& patterns = split_patterns(launchers);
-  for (const auto& l : lines)
+  for (const auto& l : lines) {
+    if (l.words.empty()) continue;
+    const Program program(l.words[0]);
     for (std::size_t i = 0; i < patterns.size(); ++i)
-      if (starts(l.words, patterns[i])) return printable(launchers[i], 60) + " in " + l.field;
+      if (starts(l.words, program, patterns[i])) return printable(launchers[i], 60) + " in " + l.field;
+  }
   for (const auto& l : lines) {
     if (!is_launcher_line(l, patterns)) continue;
     for (std::string_view flag : {"--num-workers", "--num_workers", "--workers"}) {

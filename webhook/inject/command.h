@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shmguard::inject {
@@ -23,8 +24,8 @@ struct CommandLine {
 
 std::vector<CommandLine> command_lines(const nlohmann::json& spec);
 
-// A command word's program: "/usr/local/bin/torchrun" -> "torchrun".
-std::string program_name(const std::string& word);
+// A command word's program: "/usr/local/bin/torchrun" -> "torchrun" (a view into `word`).
+std::string_view program_name(std::string_view word);
 
 // The value `flag` is given in words[from..] (`--flag N` or `--flag=N`), stopping at a ";" word
 // (shell_words' separator), as written.

@@ -256,19 +256,29 @@ bool has_sizing_hints(const sizing::SizingInput& in) {
   return in.explicit_size.has_value() || sizing::has_formula_inputs(in);
 }
 
-// Adds `value` at `path` + "/" + key of `parent`: an "add" when the key is absent, a "replace"
-// when it holds null; `append` adds to an existing array instead.
-void add_or_append(json& ops, const json& parent, const std::string& path, const char* key, json value,
-                   const json& element) {
+// One RFC 6902 operation. Built member by member: nlohmann's initializer-list form copies each
+// pair through a temporary array, and every admission builds a few of these.
+json patch_op(const char* op, std::string path, json value) {
+  json o(json::value_t::object);
+  auto& m = o.get_ref<json::object_t&>();
+  m.emplace("op", op);
+  m.emplace("path", std::move(path));
+  m.emplace("value", std::move(value));
+  return o;
+}
+
+// Adds `element` to the list at `path` + "/" + key of `parent`: appended to an existing array, else
+// the list [element] added when the key is absent, or replacing what it holds (null).
+void add_or_append(json& ops, const json& parent, const std::string& path, const char* key, const json& element) {
   auto it = parent.find(key);
-  const std::string where = path + "/" + key;
-  if (it == parent.end()) {
-    ops.push_back({{"op", "add"}, {"path", where}, {"value", std::move(value)}});
-  } else if (it->is_array()) {
-    ops.push_back({{"op", "add"}, {"path", where + "/-"}, {"value", element}});
-  } else {
-    ops.push_back({{"op", "replace"}, {"path", where}, {"value", std::move(value)}});
+  std::string where = path + "/" + key;
+  if (it != parent.end() && it->is_array()) {
+    ops.push_back(patch_op("add", where + "/-", element));
+    return;
   }
+  json list = json::array();
+  list.push_back(element);
+  ops.push_back(patch_op(it == parent.end() ? "add" : "replace", std::move(where), std::move(list)));
 }
 
 // Sets shmguard's two annotations: adds what is missing (creating metadata or annotations when
@@ -276,33 +286,37 @@ void add_or_append(json& ops, const json& parent, const std::string& path, const
 void annotation_ops(const json& pod, const json& annotations, json& ops) {
   auto md = pod.find("metadata");
   if (md == pod.end()) {
-    ops.push_back({{"op", "add"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
+    ops.push_back(patch_op("add", "/metadata", {{"annotations", annotations}}));
     return;
   }
   if (!md->is_object()) {
-    ops.push_back({{"op", "replace"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
+    ops.push_back(patch_op("replace", "/metadata", {{"annotations", annotations}}));
     return;
   }
   auto an = md->find("annotations");
   if (an == md->end()) {
-    ops.push_back({{"op", "add"}, {"path", "/metadata/annotations"}, {"value", annotations}});
+    ops.push_back(patch_op("add", "/metadata/annotations", annotations));
     return;
   }
   if (!an->is_object()) {
-    ops.push_back({{"op", "replace"}, {"path", "/metadata/annotations"}, {"value", annotations}});
+    ops.push_back(patch_op("replace", "/metadata/annotations", annotations));
     return;
   }
   for (const auto& [k, v] : annotations.items()) {
     auto old = an->find(k);
     if (old != an->end() && *old == v) continue;
-    ops.push_back({{"op", old == an->end() ? "add" : "replace"},
-                   {"path", "/metadata/annotations/" + escape_pointer_token(k)},
-                   {"value", v}});
+    ops.push_back(patch_op(old == an->end() ? "add" : "replace", "/metadata/annotations/" + escape_pointer_token(k), v));
   }
 }
 
 json shm_volume(const std::string& size_text) {
-  return {{"name", kVolumeName}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", size_text}}}};
+  json empty_dir(json::value_t::object);
+  empty_dir.get_ref<json::object_t&>().emplace("medium", "Memory");
+  empty_dir.get_ref<json::object_t&>().emplace("sizeLimit", size_text);
+  json volume(json::value_t::object);
+  volume.get_ref<json::object_t&>().emplace("name", kVolumeName);
+  volume.get_ref<json::object_t&>().emplace("emptyDir", std::move(empty_dir));
+  return volume;  // built member by member, as patch_op is
 }
 
 const json& shm_mount() {
@@ -316,13 +330,12 @@ json build_patch(const json& pod, const config::SelectionConfig& sel, const std:
   annotation_ops(pod, {{kInjectedSizeKey, size_text}, {kSizingKey, explanation}}, ops);
   const json& spec = pod.at("spec");
   const json volume = shm_volume(size_text);
-  add_or_append(ops, spec, "/spec", "volumes", json::array({volume}), volume);
+  add_or_append(ops, spec, "/spec", "volumes", volume);
   for (const char* field : managed_container_fields(sel)) {
     auto list = spec.find(field);
     if (list == spec.end() || !list->is_array()) continue;
     for (std::size_t i = 0; i < list->size(); ++i) {
-      add_or_append(ops, (*list)[i], std::string("/spec/") + field + "/" + std::to_string(i), "volumeMounts",
-                    json::array({shm_mount()}), shm_mount());
+      add_or_append(ops, (*list)[i], std::string("/spec/") + field + "/" + std::to_string(i), "volumeMounts", shm_mount());
     }
   }
   return ops;
@@ -358,11 +371,11 @@ json refresh_patch(const json& pod, const config::SelectionConfig& sel, std::siz
   const json* medium = ed ? child(*ed, "medium") : nullptr;
   const json* limit = ed ? child(*ed, "sizeLimit") : nullptr;
   if (!ed || !medium || *medium != "Memory") {
-    ops.push_back({{"op", "replace"}, {"path", vol_path}, {"value", shm_volume(size_text)}});
+    ops.push_back(patch_op("replace", vol_path, shm_volume(size_text)));
     stale = true;
     what = "volume " + std::string(kVolumeName) + " is not a Memory emptyDir";
   } else if (!limit || *limit != size_text) {
-    ops.push_back({{"op", limit ? "replace" : "add"}, {"path", vol_path + "/emptyDir/sizeLimit"}, {"value", size_text}});
+    ops.push_back(patch_op(limit ? "replace" : "add", vol_path + "/emptyDir/sizeLimit", size_text));
     auto held = limit && limit->is_string() ? held_bytes(limit->get_ref<const std::string&>()) : std::nullopt;
     if (held != s.bytes) {
       stale = true;
@@ -376,8 +389,7 @@ json refresh_patch(const json& pod, const config::SelectionConfig& sel, std::siz
     for (std::size_t i = 0; i < list->size(); ++i) {
       const json& c = (*list)[i];
       if (mounts_volume(c, kVolumeName) || mounts_shm_path(c)) continue;
-      add_or_append(ops, c, std::string("/spec/") + field + "/" + std::to_string(i), "volumeMounts",
-                    json::array({shm_mount()}), shm_mount());
+      add_or_append(ops, c, std::string("/spec/") + field + "/" + std::to_string(i), "volumeMounts", shm_mount());
       if (!stale) what = "container " + printable(c.value("name", std::string("?"))) + " does not mount it";
       stale = true;
     }

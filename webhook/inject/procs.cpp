@@ -2,6 +2,7 @@
 #include "inject/procs.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 #include "inject/command.h"
@@ -59,7 +60,7 @@ const std::vector<LauncherProcs>& launcher_table() {
 }
 
 const LauncherProcs* launcher_of(const std::string& word) {
-  const std::string base = program_name(word);
+  const std::string_view base = program_name(word);
   for (const auto& l : launcher_table())
     for (auto p : l.programs)
       if (base == p || word == p) return &l;
@@ -176,6 +177,19 @@ std::optional<std::uint64_t> resolve(const Candidate& cand, std::uint64_t gpus, 
 
 }  // namespace
 
+namespace {
+// Not a quote, a backslash, a command separator or a space: what shell_words copies as it is.
+bool plain_shell_char(char c) {
+  static constexpr auto kPlain = [] {
+    std::array<bool, 256> t{};
+    for (int i = 0; i < 256; ++i) t[static_cast<std::size_t>(i)] = true;
+    for (unsigned char x : std::string_view("'\"\\;&|\n \t\v\f\r")) t[x] = false;
+    return t;
+  }();
+  return kPlain[static_cast<unsigned char>(c)];
+}
+}  // namespace
+
 std::vector<std::string> shell_words(std::string_view s) {
   std::vector<std::string> out;
   std::string cur;
@@ -211,8 +225,12 @@ std::vector<std::string> shell_words(std::string_view s) {
     } else if (std::isspace(static_cast<unsigned char>(c))) {
       flush();
     } else {
-      cur += c;
+      // A run of characters that are none of the above joins the word at once ('#' inside a word is one).
+      std::size_t end = i + 1;
+      while (end < s.size() && plain_shell_char(s[end])) ++end;
+      cur.append(s.substr(i, end - i));
       in_word = true;
+      i = end - 1;
     }
   }
   flush();

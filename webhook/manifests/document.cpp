@@ -40,30 +40,34 @@ std::string syntax_hint(const std::string& text, int line) {
   return "";
 }
 
-// Keys written twice in one mapping at or below `node`: kubectl keeps the last value without a word
-// (and so does shmguard), so the first is lost. (line of the repeat, message), each once; the walk
-// stops after `budget` nodes (aliases may revisit a subtree).
-void duplicate_keys(const YamlNode* node, int first_line, std::size_t& budget,
-                    std::vector<std::pair<int, std::string>>& out) {
+using Repeats = std::vector<std::pair<int, std::string>>;  // (line of the repeat, message)
+
+// A key written twice in one mapping: kubectl keeps the last value without a word (and so does
+// shmguard), so the first is lost. Each repeat's line once.
+void note_repeat(const YamlNode* key, const YamlNode* first, int first_line, Repeats& out) {
+  if (std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.first == key->line; })) return;
+  out.emplace_back(key->line, "key \"" + printable(key->value, 80) + "\" given twice in one mapping (also at line " +
+                                  std::to_string(first_line + first->line - 1) +
+                                  "): kubectl keeps this last value and drops the first");
+}
+
+// The repeated keys at or below `node`, by a walk that follows aliases (a mapping an alias shares
+// may sit anywhere in the document); it stops after `budget` nodes.
+void repeats_by_walk(const YamlNode* node, int first_line, std::size_t& budget, Repeats& out) {
   if (!node || budget == 0) return;
   --budget;
   if (node->kind == YamlNode::Kind::kMap) {
     for (std::size_t i = 0; i < node->pairs.size(); ++i) {
       const YamlNode* k = node->pairs[i].first;
-      if (k && k->kind == YamlNode::Kind::kScalar)
-        for (std::size_t j = 0; j < i; ++j) {
-          const YamlNode* earlier = node->pairs[j].first;
-          if (!earlier || earlier->kind != YamlNode::Kind::kScalar || earlier->value != k->value) continue;
-          std::string msg = "key \"" + printable(k->value, 80) + "\" given twice in one mapping (also at line " +
-                            std::to_string(first_line + earlier->line - 1) + "): kubectl keeps this last value and drops the first";
-          if (std::none_of(out.begin(), out.end(), [&](const auto& o) { return o.first == k->line; }))
-            out.emplace_back(k->line, std::move(msg));
+      for (std::size_t j = 0; j < i; ++j)
+        if (node->pairs[j].first->value == k->value) {
+          note_repeat(k, node->pairs[j].first, first_line, out);
           break;
         }
-      duplicate_keys(node->pairs[i].second, first_line, budget, out);
+      repeats_by_walk(node->pairs[i].second, first_line, budget, out);
     }
   } else if (node->kind == YamlNode::Kind::kSequence) {
-    for (const YamlNode* item : node->items) duplicate_keys(item, first_line, budget, out);
+    for (const YamlNode* item : node->items) repeats_by_walk(item, first_line, budget, out);
   }
 }
 
@@ -156,34 +160,39 @@ DocumentOutcome DocumentWorker::run(const std::string& file, int index, const Ra
     return out;
   }
   node_budget_ = node_budget(raw.text);
-  if (!ydoc_.has_aliases && !may_hold_templates(node)) {
-    // Nothing to size: neither converted nor searched. (Without aliases the conversion cannot
-    // fail, so no error is skipped; with them it may exceed the budget, and that is reported.)
-    out.status = write(at, out);
+  if (ydoc_.has_aliases) {
+    // Aliases may expand past the budget (an alias bomb): refused here, before any walk expands
+    // them. Without aliases the tree converts within its budget, so there is nothing to check.
+    if (auto doc = to_json(node, node_budget_); !doc) {
+      out.status = Failure{at(doc.line()) + ": " + doc.error()};
+      return out;
+    }
+  } else if (!may_hold_templates(node)) {
+    out.status = write(at, out);  // nothing to size: not searched
     return out;
   }
-  auto doc = to_json(node, node_budget_);
-  if (!doc) {
-    out.status = Failure{at(doc.line()) + ": " + doc.error()};
-    return out;
-  }
-  out.status = analyze(at, index, *doc, out);
+  out.status = analyze(at, index, out);
   return out;
 }
 
 DocumentOutcome DocumentWorker::run_parsed(const std::string& file, int index, const RawDocument& raw,
-                                           YamlDocument& tree, const json& object) {
+                                           YamlDocument& tree) {
   DocumentOutcome out;
   std::swap(ydoc_, tree);  // the caller's tree is this turn's; the arena goes back after it
   node_budget_ = node_budget(raw.text);
-  out.status = analyze(Place{file, raw}, index, object, out);
+  out.status = analyze(Place{file, raw}, index, out);
   std::swap(ydoc_, tree);
   return out;
 }
 
-// The templates' reports, and the document's text as it is to be written.
-Status DocumentWorker::analyze(const Place& at, int index, const json& doc, DocumentOutcome& out) {
-  for (const auto& ref : find_templates(doc)) out.reports.push_back(report_template(at, index, ref));
+// The templates' reports, and the document's text as it is to be written. Only the templates
+// become JSON, for the engine: the rest of the document is searched as a tree.
+Status DocumentWorker::analyze(const Place& at, int index, DocumentOutcome& out) {
+  for (const auto& ref : find_templates(ydoc_.root)) {
+    auto tmpl = to_json(ref.node, node_budget_);
+    if (!tmpl) return Failure{at(tmpl.line()) + ": " + tmpl.error()};  // the document converted within this budget
+    out.reports.push_back(report_template(at, index, ref, *tmpl));
+  }
   return write(at, out);
 }
 
@@ -204,15 +213,15 @@ Status DocumentWorker::write(const Place& at, DocumentOutcome& out) {
 }
 
 // The engine's call on one template, with where it is in the file.
-TemplateReport DocumentWorker::report_template(const Place& at, int index, const TemplateRef& ref) const {
+TemplateReport DocumentWorker::report_template(const Place& at, int index, const TemplateRef& ref,
+                                               const json& tmpl) const {
   TemplateReport rep;
   rep.file = at.file;
   rep.document = index;
-  const YamlNode* tnode = resolve(ydoc_.root, ref.pointer);
-  rep.line = at.raw.first_line + (tnode ? tnode->line : ydoc_.root->line) - 1;
+  const YamlNode* tnode = ref.node;
+  rep.line = at.raw.first_line + tnode->line - 1;
   rep.ref = ref;
   rep.ref.node = nullptr;  // the document does not outlive this worker's turn
-  const json& tmpl = *ref.node;  // find_templates(doc) found it
   // A shmguard.io/ annotation the API server would refuse (a number or bool) is a finding, and is
   // not sized by: the pod that reaches a cluster cannot carry it.
   json accepted;
@@ -232,9 +241,15 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
   if (opts_.keep_objects) rep.object = tmpl;
   check_annotation_types(tmpl, rep, at.raw.first_line);
   place_warnings(rep, at.raw.first_line);
-  std::size_t budget = node_budget_;
-  std::vector<std::pair<int, std::string>> dups;
-  duplicate_keys(tnode, at.raw.first_line, budget, dups);
+  Repeats dups;
+  if (ydoc_.has_aliases) {
+    std::size_t budget = node_budget_;
+    repeats_by_walk(tnode, at.raw.first_line, budget, dups);
+  } else {
+    // Without aliases the template's mappings are the ones inside its text.
+    for (const auto& r : ydoc_.repeated_keys)
+      if (r.map->start >= tnode->start && r.map->end <= tnode->end) note_repeat(r.key, r.first, at.raw.first_line, dups);
+  }
   for (auto& [line, msg] : dups)  // the line is the repeat's own, not an annotation's
     rep.result.warnings.push_back({std::move(msg), "", at.raw.first_line + line - 1});
   return rep;

@@ -62,11 +62,10 @@ class DocumentWorker {
   // `file` and `index` (1-based within the file) are for the reports and messages.
   DocumentOutcome run(const std::string& file, int index, const RawDocument& raw);
   // The same for a document the caller has parsed and checked already (fn: the ResourceList):
-  // `tree` is raw.text parsed by parse_document, `object` its to_json (a mapping with a kind). The
-  // worker takes the tree for the turn (swapped with its own arena) and gives it back, unchanged
-  // unless the document was re-emitted.
-  DocumentOutcome run_parsed(const std::string& file, int index, const RawDocument& raw, YamlDocument& tree,
-                             const nlohmann::json& object);
+  // `tree` is raw.text parsed by parse_document, a mapping with a kind that to_json converted
+  // within node_budget(raw.text). The worker takes the tree for the turn (swapped with its own
+  // arena) and gives it back, unchanged unless the document was re-emitted.
+  DocumentOutcome run_parsed(const std::string& file, int index, const RawDocument& raw, YamlDocument& tree);
 
  private:
   struct Place {
@@ -74,8 +73,8 @@ class DocumentWorker {
     const RawDocument& raw;
     std::string operator()(int rel_line) const;  // "file:line" of a line of the document
   };
-  Status analyze(const Place& at, int index, const nlohmann::json& doc, DocumentOutcome& out);
-  TemplateReport report_template(const Place& at, int index, const TemplateRef& ref) const;
+  Status analyze(const Place& at, int index, DocumentOutcome& out);
+  TemplateReport report_template(const Place& at, int index, const TemplateRef& ref, const nlohmann::json& tmpl) const;
   void place_warnings(TemplateReport& rep, int first_line) const;
   int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
   void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;

@@ -148,6 +148,11 @@ class Editor {
     return rendered(value, {.form = RenderStyle::Form::kBlock, .layout = layout, .indent = indent, .inline_first = inline_first});
   }
 
+  // A planned entry's lines: an item of a block sequence, or a member of a block mapping, at `indent`.
+  std::string entry(const PlannedEdit& en, RenderStyle::Entry as, int indent, const BlockLayout& layout) const {
+    return rendered(en.value, {.form = RenderStyle::Form::kBlock, .layout = layout, .indent = indent, .entry = as, .key = en.key});
+  }
+
   // `value` inside a flow collection or a JSON document: one line of flow YAML or JSON, or pretty
   // JSON whose continuation lines start at `indent`.
   std::string inline_value(const json& value, int indent) const {
@@ -220,10 +225,10 @@ class Editor {
       const YamlNode* first = node->items.front();
       if (first->kind == YamlNode::Kind::kMap && !first->flow && !first->pairs.empty() && first->line == node->line)
         layout.item_indent = std::max(2, first->pairs.front().first->column - node->column);
-      for (const auto* en : entries) e.insert += block(json::array({en->value}), node->column, false, layout);
+      for (const auto* en : entries) e.insert += entry(*en, RenderStyle::Entry::kItem, node->column, layout);
     } else {
       const int indent = node->pairs.front().first->column;
-      for (const auto* en : entries) e.insert += block(json::object({{en->key, en->value}}), indent, false, st_.block);
+      for (const auto* en : entries) e.insert += entry(*en, RenderStyle::Entry::kMember, indent, st_.block);
     }
     return e;
   }

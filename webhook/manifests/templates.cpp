@@ -6,6 +6,7 @@
 #include "sizing/quantity.h"
 #include "base/json_fields.h"
 #include "inject/recognize.h"
+#include "manifests/yaml_internal.h"
 
 namespace shmguard::manifests {
 namespace {
@@ -15,12 +16,60 @@ using nlohmann::json;
 constexpr std::size_t kMaxDepth = 64;
 
 
-bool is_pod_template(const json& o) {
-  if (!o.is_object()) return false;
-  auto spec = o.find("spec");
-  if (spec == o.end() || !spec->is_object()) return false;
-  auto c = spec->find("containers");
-  return c != spec->end() && c->is_array();
+using Kind = YamlNode::Kind;
+using internal::scalar_json;
+
+// The tree read as the JSON object to_json() makes of it, without making it: a mapping's member
+// is the value of the last pair with that key (JSON keeps the last), a scalar is typed as
+// Kubernetes reads it.
+
+// The member `key` of a mapping, or null (absent, or `node` is not a mapping).
+const YamlNode* member(const YamlNode* node, std::string_view key) {
+  if (!node || node->kind != Kind::kMap) return nullptr;
+  const YamlNode* found = nullptr;
+  for (const auto& [k, v] : node->pairs)
+    if (k->value == key) found = v;
+  return found;
+}
+
+// The field at `path` below `node`, or null.
+const YamlNode* member_at(const YamlNode* node, std::initializer_list<const char*> path) {
+  for (const char* key : path)
+    if (!(node = member(node, key))) return nullptr;
+  return node;
+}
+
+// The member `key` when it is a string, else "".
+std::string string_member(const YamlNode* node, const char* key) {
+  const YamlNode* v = member(node, key);
+  if (!v || v->kind != Kind::kScalar) return "";
+  json j = scalar_json(*v);
+  return j.is_string() ? j.get<std::string>() : std::string();
+}
+
+// A scalar field as text: numbers (numProcPerNode: 4) and strings ("auto") alike.
+std::optional<std::string> scalar_text(const YamlNode* node, std::initializer_list<const char*> path) {
+  const YamlNode* v = member_at(node, path);
+  if (!v || v->kind != Kind::kScalar) return std::nullopt;
+  json j = scalar_json(*v);
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number_integer()) return j.dump();
+  return std::nullopt;
+}
+
+bool is_true(const YamlNode* node, std::initializer_list<const char*> path) {
+  const YamlNode* v = member_at(node, path);
+  if (!v || v->kind != Kind::kScalar) return false;
+  json j = scalar_json(*v);
+  return j.is_boolean() && j.get<bool>();
+}
+
+bool is_structured(const YamlNode* n) { return n->kind != Kind::kScalar; }
+
+bool is_pod_template(const YamlNode* o) {
+  const YamlNode* spec = member(o, "spec");
+  const YamlNode* c = spec && spec->kind == Kind::kMap ? member(spec, "containers") : nullptr;
+  return c && c->kind == Kind::kSequence;
 }
 
 struct Owner {
@@ -35,29 +84,8 @@ struct Owner {
   bool launcher = false;         // below its launcher (MPIJob's Launcher, the runtime's `launcher` job)
 };
 
-// The field at `path` below `obj`, or null.
-const json* at_path(const json& obj, std::initializer_list<const char*> path) {
-  const json* cur = &obj;
-  for (const char* key : path)
-    if (!(cur = child(*cur, key))) return nullptr;
-  return cur;
-}
-
-// A scalar field as text: numbers (numProcPerNode: 4) and strings ("auto") alike.
-std::optional<std::string> scalar_text(const json& obj, std::initializer_list<const char*> path) {
-  const json* v = at_path(obj, path);
-  if (v && v->is_string()) return v->get<std::string>();
-  if (v && v->is_number_integer()) return v->dump();
-  return std::nullopt;
-}
-
-bool is_true(const json& obj, std::initializer_list<const char*> path) {
-  const json* v = at_path(obj, path);
-  return v && v->is_boolean() && v->get<bool>();
-}
-
 // The process count a Kubeflow training object hands its pods as PET_NPROC_PER_NODE.
-std::optional<inject::OwnerProcs> owner_procs(const json& obj, const std::string& kind) {
+std::optional<inject::OwnerProcs> owner_procs(const YamlNode* obj, const std::string& kind) {
   if (kind == "PyTorchJob") {
     if (auto v = scalar_text(obj, {"spec", "nprocPerNode"})) return inject::OwnerProcs{"PyTorchJob spec.nprocPerNode", *v};
     if (auto v = scalar_text(obj, {"spec", "elasticPolicy", "nProcPerNode"}))
@@ -77,58 +105,69 @@ std::optional<inject::OwnerProcs> owner_procs(const json& obj, const std::string
 }
 
 // Finds the pod templates below a document, each with its owner (the nearest resource above it).
-// The pointer and path are one buffer each, grown on the way down and cut back on the way up.
+// The way down is a stack of keys and indexes; the pointer and path are spelled from it only for a
+// template found (and the path for an MPI owner's launcher test). A mapping's members are visited
+// in the order of their keys, as in the JSON object, so the reports come in the order they always
+// did.
 struct Walker {
+  struct Step {
+    std::string_view key;  // a mapping's key (the tree outlives the walk), or
+    std::size_t index;     // a sequence's index when `key` is null
+  };
   std::vector<TemplateRef>& out;
-  std::string pointer;
-  std::string path;
+  std::vector<Step> steps;
+  std::vector<const std::pair<YamlNode*, YamlNode*>*> members;
 
-  void visit(const json& node, const Owner& inherited, std::size_t depth);
-  void descend(const json& child, const Owner& owner, std::size_t depth, std::string_view ptoken,
-               std::string_view ptext, bool index);
+  void visit(const YamlNode* node, const Owner& inherited, std::size_t depth);
+  void descend(const YamlNode* child, const Owner& owner, std::size_t depth, Step step) {
+    steps.push_back(step);
+    visit(child, owner, depth + 1);
+    steps.pop_back();
+  }
+  // "/spec/template": each key escaped (RFC 6901).
+  std::string pointer() const {
+    std::string p;
+    for (const Step& s : steps) p.append("/").append(s.key.data() ? escape_pointer_token(s.key) : std::to_string(s.index));
+    return p;
+  }
+  // "spec.pytorchReplicaSpecs.Worker.template", "items[0]": "" for the document itself.
+  std::string path() const {
+    std::string p;
+    for (const Step& s : steps) {
+      if (!s.key.data()) p.append("[").append(std::to_string(s.index)).append("]");
+      else p.append(p.empty() ? "" : ".").append(s.key);
+    }
+    return p;
+  }
 };
 
-void Walker::descend(const json& child, const Owner& owner, std::size_t depth, std::string_view ptoken,
-                     std::string_view ptext, bool index) {
-  const std::size_t p = pointer.size(), q = path.size();
-  pointer.append("/").append(ptoken);
-  if (index) path.append("[").append(ptext).append("]");
-  else path.append(path.empty() ? "" : ".").append(ptext);
-  visit(child, owner, depth + 1);
-  pointer.resize(p);
-  path.resize(q);
-}
-
-void Walker::visit(const json& node, const Owner& inherited, std::size_t depth) {
+void Walker::visit(const YamlNode* node, const Owner& inherited, std::size_t depth) {
   if (depth > kMaxDepth) return;
-  if (node.is_array()) {
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      if (!node[i].is_structured()) continue;
-      const std::string n = std::to_string(i);
-      descend(node[i], inherited, depth, n, n, true);
-    }
+  if (node->kind == Kind::kSequence) {
+    for (std::size_t i = 0; i < node->items.size(); ++i)
+      if (is_structured(node->items[i])) descend(node->items[i], inherited, depth, {{}, i});
     return;
   }
-  if (!node.is_object()) return;
+  if (node->kind != Kind::kMap) return;
   // A nested resource (List item, embedded object) becomes the owner of what it holds; copied only then.
   std::optional<Owner> own;
-  std::string kind = str_field(node, "kind");
-  if (!kind.empty() && node.contains("apiVersion")) {
+  std::string kind = string_member(node, "kind");
+  if (!kind.empty() && member(node, "apiVersion")) {
     own.emplace();
     own->kind = kind;
-    own->training = is_training_kind(str_field(node, "apiVersion"), kind);
+    own->training = is_training_kind(string_member(node, "apiVersion"), kind);
     if (own->training) own->procs = owner_procs(node, kind);
-    own->mpi = own->training && (kind == "MPIJob" || at_path(node, {"spec", "mlPolicy", "mpi"}));
+    own->mpi = own->training && (kind == "MPIJob" || member_at(node, {"spec", "mlPolicy", "mpi"}));
     own->launcher_trains = is_true(node, {"spec", "runLauncherAsWorker"}) ||
                            is_true(node, {"spec", "mlPolicy", "mpi", "runLauncherAsNode"});
-    if (auto md = node.find("metadata"); md != node.end()) {
-      own->name = display_name(*md);
-      own->namespace_name = str_field(*md, "namespace");
+    if (const YamlNode* md = member(node, "metadata")) {
+      own->name = display_name(string_member(md, "name"), string_member(md, "generateName"));
+      own->namespace_name = string_member(md, "namespace");
     }
   }
   if (const Owner& o = own ? *own : inherited; o.mpi && !o.launcher_trains && !o.launcher &&
-                                                 (path.ends_with("mpiReplicaSpecs.Launcher") ||
-                                                  (str_field(node, "name") == "launcher" && node.contains("template")))) {
+                                                 (path().ends_with("mpiReplicaSpecs.Launcher") ||
+                                                  (string_member(node, "name") == "launcher" && member(node, "template")))) {
     if (!own) own = inherited;
     own->launcher = true;
   }
@@ -140,13 +179,26 @@ void Walker::visit(const json& node, const Owner& inherited, std::size_t depth) 
   if (is_pod_template(node)) {
     // A runtime's dataset- and model-initializer steps run no DataLoader.
     const bool training = owner.training && (owner.step.empty() || owner.step == "trainer");
-    out.push_back({path.empty() ? TemplateKind::kPod : TemplateKind::kTemplate, pointer, path, owner.kind, owner.name, owner.namespace_name,
-                   training, owner.procs, owner.launcher, &node});
+    out.push_back({steps.empty() ? TemplateKind::kPod : TemplateKind::kTemplate, pointer(), path(), owner.kind, owner.name,
+                   owner.namespace_name, training, owner.procs, owner.launcher, node});
     return;
   }
-  for (const auto& [k, v] : node.items()) {
-    if (v.is_structured()) descend(v, owner, depth, escape_pointer_token(k), k, false);
+  // The members holding collections, each key once (its last pair), in key order: this node's
+  // run at the end of `members`, which the walks below it extend and cut back.
+  const std::size_t from = members.size();
+  for (const auto& kv : node->pairs)
+    if (is_structured(kv.second) || std::any_of(members.begin() + static_cast<std::ptrdiff_t>(from), members.end(),
+                                                [&](auto* m) { return m->first->value == kv.first->value; }))
+      members.push_back(&kv);
+  const auto run = members.begin() + static_cast<std::ptrdiff_t>(from);
+  std::stable_sort(run, members.end(), [](auto* a, auto* b) { return a->first->value < b->first->value; });
+  const std::size_t to = members.size();
+  for (std::size_t i = from; i < to; ++i) {
+    const auto& [k, v] = *members[i];
+    const bool last = i + 1 == to || members[i + 1]->first->value != k->value;
+    if (last && is_structured(v)) descend(v, owner, depth, {k->value, 0});
   }
+  members.resize(from);
 }
 
 }  // namespace
@@ -209,9 +261,9 @@ bool may_hold_templates(const YamlNode* n) {
   });
 }
 
-std::vector<TemplateRef> find_templates(const json& doc) {
+std::vector<TemplateRef> find_templates(const YamlNode* root) {
   std::vector<TemplateRef> out;
-  Walker{out, {}, {}}.visit(doc, Owner{}, 0);
+  if (root) Walker{out, {}, {}}.visit(root, Owner{}, 0);
   return out;
 }
 

@@ -28,7 +28,7 @@ struct TemplateRef {
   // MPI policy; not when the owner runs it as a worker too (MPIJob spec.runLauncherAsWorker,
   // Trainer spec.mlPolicy.mpi.runLauncherAsNode).
   bool mpi_launcher = false;
-  const nlohmann::json* node = nullptr;  // the template in the document searched (while it lives)
+  const YamlNode* node = nullptr;  // the template in the tree searched (while it lives)
 
   // `path` for people: "(pod)" for a whole Pod.
   std::string display_path() const { return template_kind == TemplateKind::kPod ? "(pod)" : path; }
@@ -55,8 +55,10 @@ void append_in_document(const std::string& pointer, const nlohmann::json& patch,
 // ConfigMap, a Service, a CustomResourceDefinition (whose schemas' containers are mappings).
 bool may_hold_templates(const YamlNode* root);
 
-// Every pod template in `doc`: a Pod itself, the templates of workload kinds, List items,
-// and any pod-template-shaped object (an object whose spec has a containers list) elsewhere.
-std::vector<TemplateRef> find_templates(const nlohmann::json& doc);
+// Every pod template in the tree `root` (a document read as to_json() would read it, without
+// converting it): a Pod itself, the templates of workload kinds, List items, and any
+// pod-template-shaped object (an object whose spec has a containers list) elsewhere. A tree with
+// aliases must have passed to_json() within its budget first: the walk expands them.
+std::vector<TemplateRef> find_templates(const YamlNode* root);
 
 }  // namespace shmguard::manifests

@@ -57,7 +57,13 @@ std::optional<bool> bool_word(std::string_view s) {
 }
 
 // Resolves a plain scalar the way Kubernetes' YAML reader (YAML 1.1 flavoured) does.
+bool plain_word(std::string_view s) {
+  return !s.empty() && std::isalpha(static_cast<unsigned char>(s[0])) &&
+         (s.size() > 5 || std::string_view("nNyYtTfFoO").find(s[0]) == std::string_view::npos);
+}
+
 json resolve_plain(const std::string& s) {
+  if (plain_word(s)) return s;  // most plain scalars
   if (is_null_word(s)) return nullptr;
   if (auto b = bool_word(s)) return *b;
   std::string_view v = s;
@@ -159,7 +165,8 @@ json convert(const YamlNode* n, std::size_t& budget) {
     }
     case YamlNode::Kind::kMap: {
       json o = json::object();
-      for (const auto& [k, v] : n->pairs) o[key_text(k)] = convert(v, budget);
+      auto& members = o.get_ref<json::object_t&>();
+      for (const auto& [k, v] : n->pairs) members.insert_or_assign(key_text(k), convert(v, budget));
       return o;
     }
   }
@@ -218,8 +225,8 @@ Result<json> to_json(const YamlNode* node, std::size_t budget) {
   return guarded([&] { return convert(node, budget); });
 }
 
-std::vector<std::pair<std::string, const json*>> kube_members(const json& o, bool name_first) {
-  std::vector<std::pair<std::string, const json*>> out;
+std::vector<std::pair<std::string_view, const json*>> kube_members(const json& o, bool name_first) {
+  std::vector<std::pair<std::string_view, const json*>> out;
   if (auto n = o.find("name"); name_first && n != o.end()) out.emplace_back("name", &*n);
   for (const auto& [k, v] : o.items())
     if (!name_first || k != "name") out.emplace_back(k, &v);

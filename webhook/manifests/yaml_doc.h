@@ -38,10 +38,18 @@ class DocumentReader {
   // One line of the input without its '\n' (valid until the next call); false at the end.
   // `newline`: the line ended with one.
   bool read_line(std::string_view& line, bool& newline);
+  // Past the whole lines in buf_ that cannot end a document whose content has begun (no directives
+  // open): only a line starting "---" or "..." can. Stops at a line starting '-' or '.', or at one
+  // not whole in buf_ yet; counts the lines passed.
+  void skip_plain_lines();
 
   std::istream& in_;
   std::string buf_;      // input read ahead in chunks; lines are cut from it
   std::size_t pos_ = 0;  // where the next line starts in buf_
+  // The document being read: its lines are the bytes of buf_ from sink_from_ on, copied into
+  // *sink_ as one run when it ends (or before read_line drops them from buf_).
+  std::string* sink_ = nullptr;
+  std::size_t sink_from_ = 0;
   bool eof_ = false;
   std::string pending_;  // a separator line already read that starts the next document
   bool has_pending_ = false;
@@ -89,6 +97,14 @@ struct YamlDocument {
   std::size_t used = 0;      // the first `used` nodes of the blocks belong to the current document
   YamlNode* root = nullptr;  // null for an empty or comment-only document
   bool has_aliases = false;  // some nodes are shared
+  // Keys written twice in one mapping, in the order parse_document read them: the mapping, the
+  // repeat, and the first key it repeats (JSON and kubectl keep the repeat's value).
+  struct RepeatedKey {
+    const YamlNode* map;
+    const YamlNode* key;
+    const YamlNode* first;
+  };
+  std::vector<RepeatedKey> repeated_keys;
   YamlNode* make(YamlNode::Kind kind);
   void clear();              // forgets the document; keeps the arena
   // Gives every alias its own copy, so a patch to one place cannot change another.
@@ -147,8 +163,8 @@ inline std::size_t node_budget(std::string_view text) { return text.size() * 16 
 
 // An object's members in the order Kubernetes writes them: "name" first, the rest as they come
 // (new mappings, in the tree or spliced into text, read like the API server's own output); without
-// `name_first`, all as they come.
-std::vector<std::pair<std::string, const nlohmann::json*>> kube_members(const nlohmann::json& o, bool name_first = true);
+// `name_first`, all as they come. The keys are views into `o`.
+std::vector<std::pair<std::string_view, const nlohmann::json*>> kube_members(const nlohmann::json& o, bool name_first = true);
 
 // Converts to JSON as the Kubernetes API would read it (plain scalars resolved to null, bool,
 // int or float; quoted scalars stay strings). `budget` bounds the nodes visited, so alias
@@ -189,6 +205,11 @@ struct RenderStyle {
   bool inline_first = false;   // kBlock: the first line without its indent (the caller wrote it, or a "- ")
   bool name_first = true;      // members in Kubernetes' order ("name" first), else in the object's own
   std::string_view eol = "\n";  // the line ending of the text it goes into
+  // kBlock: `value` as one entry of a collection: an item ("- " and the value), or the member
+  // `key` with the value; the same text as rendering [value] or {key: value}, without building it.
+  enum class Entry { kNone, kItem, kMember };
+  Entry entry = Entry::kNone;
+  std::string_view key{};  // Entry::kMember
 };
 
 // `value` written in `style` by the emitter that writes whole documents. A JSON value is a tree (no

@@ -66,7 +66,7 @@ class YamlEmitter {
     } else if (n->kind == YamlNode::Kind::kSequence && !n->items.empty()) {
       seq(n, 0);
     } else {
-      out += inline_value(n, 0);
+      put_inline(n, 0);
       out += '\n';
     }
   }
@@ -113,41 +113,64 @@ class YamlEmitter {
     return body;
   }
 
-  // Scalars and empty collections; `indent` is where block-literal lines go.
-  std::string inline_value(const YamlNode* n, int indent) {
-    if (n->kind == YamlNode::Kind::kSequence) return tag_prefix(n) + "[]";
-    if (n->kind == YamlNode::Kind::kMap) return tag_prefix(n) + "{}";
+  void put_tag(const YamlNode* n) {
+    if (!n->tag.empty()) out += tag_prefix(n);
+  }
+
+  // Appends a scalar or an empty collection; `indent` is where block-literal lines go.
+  void put_inline(const YamlNode* n, int indent) {
+    if (n->kind != YamlNode::Kind::kScalar) {
+      put_tag(n);
+      out += n->kind == YamlNode::Kind::kSequence ? "[]" : "{}";
+      return;
+    }
     const std::string& s = n->value;
-    const std::string prefix = tag_prefix(n);
     switch (n->style) {
       case ScalarStyle::kPlain:
+        put_tag(n);
         // Numbers, booleans and nulls are single tokens: written back as read, same type. A
         // plain string may have been folded from several lines into text that is not valid
         // plain on one line ("- a - b", "a: b"), so it takes the quoting rules of new strings.
-        if (s.empty() || !plain_tag(n->tag) || !resolve_plain(s).is_string() || !needs_quotes(s)) return prefix + s;
-        return prefix + double_quoted(s);
+        if (s.empty() || !plain_tag(n->tag) || !resolve_plain(s).is_string() || !needs_quotes(s)) out += s;
+        else out += double_quoted(s);
+        return;
       case ScalarStyle::kSingle:
-        if (s.find('\n') == std::string::npos) return prefix + single_quoted(s);
-        return prefix + double_quoted(s);
+        put_tag(n);
+        out += s.find('\n') == std::string::npos ? single_quoted(s) : double_quoted(s);
+        return;
       case ScalarStyle::kDouble:
-        return prefix + double_quoted(s);
+        put_tag(n);
+        out += double_quoted(s);
+        return;
       case ScalarStyle::kLiteral:
       case ScalarStyle::kFolded:
-        if (literal_ok(s)) return prefix + literal(s, indent);
-        return prefix + double_quoted(s);
+        put_tag(n);
+        out += literal_ok(s) ? literal(s, indent) : double_quoted(s);
+        return;
       case ScalarStyle::kNew:
         break;
     }
-    if (literal_ok(s)) return literal(s, indent);
-    return needs_quotes(s) ? double_quoted(s) : s;
+    if (literal_ok(s)) out += literal(s, indent);
+    else if (needs_quotes(s)) out += double_quoted(s);
+    else out += s;
   }
 
-  std::string key(const YamlNode* k) {
+  void put_key(const YamlNode* k) {
     if (k->kind != YamlNode::Kind::kScalar) throw Unconvertible{"mapping keys must be scalars", k->line};
-    if (k->value.empty()) return tag_prefix(k) + "\"\"";  // an empty plain key cannot be written bare
-    if (k->style == ScalarStyle::kLiteral || k->style == ScalarStyle::kFolded || k->value.find('\n') != std::string::npos)
-      return double_quoted(k->value);
-    return inline_value(k, 0);
+    if (k->value.empty()) {  // an empty plain key cannot be written bare
+      put_tag(k);
+      out += "\"\"";
+    } else if (k->style == ScalarStyle::kLiteral || k->style == ScalarStyle::kFolded || k->value.find('\n') != std::string::npos) {
+      out += double_quoted(k->value);
+    } else {
+      put_inline(k, 0);
+    }
+  }
+
+  // The rest of a key's line before its block value: the value's tag, if any, and the line break.
+  void open_block(const YamlNode* v) {
+    if (!v->tag.empty()) out.append(" ").append(tag_prefix(v));
+    out += '\n';
   }
 
   // `inline_first`: the caller already wrote the indent (and "- ") for the first key.
@@ -155,20 +178,21 @@ class YamlEmitter {
     bool first = true;
     for (const auto& [k, v] : n->pairs) {
       tick();
-      if (!(first && inline_first)) out += pad(indent);
+      if (!(first && inline_first)) out.append(static_cast<std::size_t>(indent), ' ');
       first = false;
-      out += key(k);
+      put_key(k);
       out += ':';
       if (v->kind == YamlNode::Kind::kMap && !v->pairs.empty()) {
-        out += tag_prefix(v).empty() ? "\n" : " " + tag_prefix(v) + "\n";
+        open_block(v);
         map(v, indent + layout_.step, false);
       } else if (v->kind == YamlNode::Kind::kSequence && !v->items.empty()) {
-        out += tag_prefix(v).empty() ? "\n" : " " + tag_prefix(v) + "\n";
+        open_block(v);
         seq(v, indent + layout_.seq_indent);
       } else {
-        std::string value = inline_value(v, indent + layout_.step);
-        if (!value.empty()) out += ' ';
-        out += value;
+        const std::size_t at = out.size();
+        out += ' ';
+        put_inline(v, indent + layout_.step);
+        if (out.size() == at + 1) out.pop_back();  // nothing after the colon (an empty plain scalar)
         out += '\n';
       }
     }
@@ -178,10 +202,11 @@ class YamlEmitter {
     bool first = true;
     for (const auto* item : n->items) {
       tick();
-      if (!(first && inline_first)) out += pad(indent);
+      if (!(first && inline_first)) out.append(static_cast<std::size_t>(indent), ' ');
       first = false;
       if (item->kind == YamlNode::Kind::kMap && !item->pairs.empty() && item->tag.empty()) {
-        out += "-" + pad(layout_.item_indent - 1);
+        out += '-';
+        out.append(static_cast<std::size_t>(layout_.item_indent - 1), ' ');
         map(item, indent + layout_.item_indent, true);
         continue;
       }
@@ -193,7 +218,7 @@ class YamlEmitter {
         if (item->kind == YamlNode::Kind::kMap) map(item, indent + 2, false);
         else seq(item, indent + 2, false);
       } else {
-        out += inline_value(item, indent + 2);
+        put_inline(item, indent + 2);
         out += '\n';
       }
     }
@@ -324,13 +349,27 @@ Result<std::string> emit_yaml(const YamlNode* node, std::size_t budget) {
 Result<std::string> render(const json& value, const RenderStyle& style) {
   constexpr std::size_t budget = std::numeric_limits<std::size_t>::max();
   using Form = RenderStyle::Form;
-  if (style.form == Form::kBlock && value.is_structured() && value.empty())
+  using Entry = RenderStyle::Entry;
+  const bool entry = style.form == Form::kBlock && style.entry != Entry::kNone;  // a collection of one
+  if (!entry && style.form == Form::kBlock && value.is_structured() && value.empty())
     return Failure{"an empty collection is written inline"};
-  if (style.form == Form::kBlock && !value.is_structured())
+  if (!entry && style.form == Form::kBlock && !value.is_structured())
     return value.is_string() ? yaml_string(value.get_ref<const std::string&>(), false) : value.dump();
   thread_local YamlDocument scratch;  // an arena reused, as parse_document reuses one
   scratch.clear();
-  const YamlNode* node = from_json(scratch, value, style.name_first);
+  YamlNode* node = from_json(scratch, value, style.name_first);
+  if (entry) {
+    YamlNode* holder = scratch.make(style.entry == Entry::kItem ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap);
+    if (style.entry == Entry::kItem) {
+      holder->items.push_back(node);
+    } else {
+      YamlNode* key = scratch.make(YamlNode::Kind::kScalar);
+      key->style = ScalarStyle::kNew;
+      key->value = style.key;
+      holder->pairs.emplace_back(key, node);
+    }
+    node = holder;
+  }
   return guarded([&] {
     switch (style.form) {
       case Form::kBlock: {
@@ -384,8 +423,7 @@ bool needs_quotes(std::string_view s) {
   if (s.find(": ") != std::string_view::npos || s.find(" #") != std::string_view::npos) return true;
   if (s.rfind("<<", 0) == 0) return true;
   if (is_special_float(s) || is_float_text(s)) return true;
-  json r = resolve_plain(std::string(s));
-  if (!r.is_string()) return true;
+  if (!plain_word(s) && !resolve_plain(std::string(s)).is_string()) return true;
   if (std::isdigit(static_cast<unsigned char>(s.front())) || s.front() == '+') {
     // Timestamps and sexagesimal numbers in YAML 1.1.
     if (s.find(':') != std::string_view::npos) return true;

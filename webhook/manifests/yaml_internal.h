@@ -39,6 +39,10 @@ bool is_special_float(std::string_view s);
 bool is_null_word(std::string_view s);
 // The value of a YAML 1.1 bool word (yes, on, True, n, OFF...); std::nullopt for any other text.
 std::optional<bool> bool_word(std::string_view s);
+// True when a plain scalar is a string whatever follows its first character: a letter (no number
+// starts with one) that starts no null or bool word, or any letter in a text longer than those
+// words (five letters at most).
+bool plain_word(std::string_view s);
 nlohmann::json resolve_plain(const std::string& s);
 // True when a scalar with this tag is typed by its text (no tag, or a yaml.org tag but !!str).
 bool plain_tag(const std::string& tag);

@@ -28,21 +28,24 @@ std::optional<std::size_t> item_index(const std::string& token, std::size_t size
 std::vector<std::string> pointer_tokens(const std::string& ptr) {
   std::vector<std::string> out;
   if (ptr.empty()) return out;
+  const std::string_view all = ptr;
   std::size_t pos = 1;
   while (true) {
-    auto next = ptr.find('/', pos);
-    std::string raw = ptr.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-    std::string tok;
-    for (std::size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
-        tok += raw[i + 1] == '0' ? '~' : '/';
-        ++i;
-      } else {
-        tok += raw[i];
+    const auto next = all.find('/', pos);
+    const std::string_view raw = all.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos);
+    std::string& tok = out.emplace_back(raw);
+    if (raw.find('~') != std::string_view::npos) {  // "~0" is '~', "~1" is '/'; any other '~' stays
+      tok.clear();
+      for (std::size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
+          tok += raw[i + 1] == '0' ? '~' : '/';
+          ++i;
+        } else {
+          tok += raw[i];
+        }
       }
     }
-    out.push_back(std::move(tok));
-    if (next == std::string::npos) break;
+    if (next == std::string_view::npos) break;
     pos = next + 1;
   }
   return out;

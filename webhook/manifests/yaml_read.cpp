@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -119,7 +121,7 @@ class Builder {
     if (tag) n->tag = reinterpret_cast<const char*>(tag);
     anchor(seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor, n);
     if (!attach(n)) return false;
-    stack_.push_back({n, nullptr, n->start, n->line, -1});
+    stack_.push_back({n, nullptr, n->start, n->line, -1, 0});
     return true;
   }
 
@@ -152,6 +154,7 @@ class Builder {
     std::size_t last_end;  // end of the last key, value or item read in this collection
     int last_line;
     int tallest;           // the greatest height among its items or values so far (-1: none)
+    std::uint64_t key_bits = 0;  // a mapping's keys so far, as note_repeat marks them
   };
 
   static void place(YamlNode* n, const yaml_event_t& ev) {
@@ -175,6 +178,21 @@ class Builder {
     n->anchored = true;
   }
 
+  // A key of the mapping at `top` that an earlier one spells the same way is recorded. A bit per
+  // (length, first byte) of the keys so far spares the comparisons for nearly every key.
+  void note_repeat(Frame& top, const YamlNode* key) {
+    const std::string& text = key->value;
+    const std::uint64_t bit = 1ULL << ((text.size() * 7 + (text.empty() ? 0 : static_cast<unsigned char>(text[0]))) % 64);
+    const bool maybe = (top.key_bits & bit) != 0;
+    top.key_bits |= bit;
+    if (!maybe) return;
+    for (const auto& [k, v] : top.node->pairs)
+      if (k->value == text) {
+        doc_.repeated_keys.push_back({top.node, key, k});
+        return;
+      }
+  }
+
   bool attach(YamlNode* n) {
     if (stack_.empty()) {
       doc_.root = n;
@@ -186,6 +204,7 @@ class Builder {
     } else if (!top.pending_key) {
       if (n->kind != YamlNode::Kind::kScalar) return fail("mapping keys must be scalars", n->line);
       top.pending_key = n;
+      note_repeat(top, n);
       return true;
     } else {
       top.node->pairs.emplace_back(top.pending_key, n);
@@ -251,6 +270,7 @@ void YamlDocument::clear() {
   used = 0;
   root = nullptr;
   has_aliases = false;
+  repeated_keys.clear();
 }
 
 bool DocumentReader::read_line(std::string_view& line, bool& newline) {
@@ -270,6 +290,8 @@ bool DocumentReader::read_line(std::string_view& line, bool& newline) {
       newline = false;
       return true;
     }
+    if (sink_) sink_->append(buf_, sink_from_, pos_ - sink_from_);
+    sink_from_ = 0;
     buf_.erase(0, pos_);
     pos_ = 0;
     from = buf_.size();
@@ -279,6 +301,19 @@ bool DocumentReader::read_line(std::string_view& line, bool& newline) {
     buf_.resize(from + got);
     if (got < kChunk) eof_ = true;  // read() stops short only at the end of the input (or an error)
   }
+}
+
+void DocumentReader::skip_plain_lines() {
+  const char* data = buf_.data();
+  const std::size_t size = buf_.size();
+  std::size_t p = pos_;
+  while (p < size && data[p] != '-' && data[p] != '.') {
+    const void* nl = std::memchr(data + p, '\n', size - p);
+    if (!nl) break;  // not whole in buf_ yet: read_line reads on
+    p = static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1;
+    ++line_;
+  }
+  pos_ = p;
 }
 
 bool DocumentReader::next(RawDocument& out) {
@@ -292,28 +327,42 @@ bool DocumentReader::next(RawDocument& out) {
     has_pending_ = false;
     any = true;
   }
+  sink_ = &out.text;
+  sink_from_ = pos_;
+  // The document's lines so far, whole, as one run (read_line may have copied earlier ones).
+  auto take = [this](std::size_t to) {
+    sink_->append(buf_, sink_from_, to - sink_from_);
+    sink_ = nullptr;
+  };
   std::string_view line;
   bool had_newline = false;
   // Directives ("%YAML 1.1", "%TAG ...") belong to the document their "---" opens.
   bool directives = false;
-  while (read_line(line, had_newline)) {
+  bool blank = out.text.empty();  // nothing but blank lines so far
+  for (;;) {
+    if (any && !blank && !directives) skip_plain_lines();
+    if (!read_line(line, had_newline)) break;
     ++line_;
     const bool separator = is_separator(line);
     if (separator && any && !directives) {
+      take(pos_ - line.size() - (had_newline ? 1 : 0));  // up to this line, which starts the next
       pending_ = line;
       if (had_newline) pending_ += '\n';
       has_pending_ = true;
       return true;
     }
     if (separator && !any) out.first_line = line_;
-    if (line.starts_with('%') && out.text.find_first_not_of(" \t\r\n") == std::string::npos) directives = true;
+    if (line.starts_with('%') && blank) directives = true;
     if (separator) directives = false;
-    out.text += line;
-    if (had_newline) out.text += '\n';
+    if (blank && line.find_first_not_of(" \t\r") != std::string_view::npos) blank = false;
     any = true;
     // "..." ends a document; what follows (directives, say) starts the next.
-    if (!directives && is_document_end(line)) return true;
+    if (!directives && is_document_end(line)) {
+      take(pos_);
+      return true;
+    }
   }
+  take(pos_);
   done_ = true;
   return any;
 }
@@ -328,7 +377,16 @@ Status parse_document(const std::string& text, YamlDocument& doc) {
 
 TextIndex::TextIndex(const std::string& text) : size_(text.size()) {
   if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) bom_ = 3;  // libyaml skips a BOM without counting it
-  ascii_ = std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+  // Eight bytes at a time: a manifest is mostly ASCII, and this runs on every document edited.
+  bool high = false;
+  std::size_t at = 0;
+  for (; at + 8 <= text.size() && !high; at += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, text.data() + at, 8);
+    high = (word & 0x8080808080808080ULL) != 0;
+  }
+  for (; at < text.size() && !high; ++at) high = static_cast<unsigned char>(text[at]) >= 0x80;
+  ascii_ = !high;
   if (ascii_) return;
   for (std::size_t i = bom_; i < text.size(); ++i)
     if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) starts_.push_back(i);
