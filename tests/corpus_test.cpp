@@ -77,7 +77,10 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
       const bool mpi_launcher = r.result.because.starts_with("MPI launcher: runs only mpirun");
       EXPECT_EQ(mpi_launcher, r.ref.path.find("mpiReplicaSpecs.Launcher.") != std::string::npos && !r.result.mutated())
           << r.file << " " << r.ref.path << ": " << r.result.because;
-      EXPECT_TRUE(r.result.mutated() || r.result.reason == "user-managed" || r.result.reason == "opted-out" || mpi_launcher)
+      // Nor does a pod whose command says 0 workers in 1 process, nor a kind that is not PyTorch.
+      const bool not_pytorch = r.result.summary.starts_with("skipped: not PyTorch (");
+      EXPECT_TRUE(r.result.mutated() || r.result.reason == "user-managed" || r.result.reason == "opted-out" ||
+                  r.result.reason == "none-needed" || mpi_launcher || not_pytorch)
           << r.file << " " << r.ref.path << ": " << r.result.summary;
     }
   }
@@ -94,11 +97,28 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
     auto mutated_templates = test::templates_of(after[i]);
     ASSERT_EQ(templates.size(), mutated_templates.size());
     for (std::size_t k = 0; k < templates.size(); ++k) {
+      // The report's ref carries what the pod is built with besides the template (an Argo
+      // workflow's volumes, a TrainJob's runtime).
+      const auto rep = std::find_if(runner.reports().begin(), runner.reports().end(), [&](const auto& r) {
+        return r.document == static_cast<int>(i) + 1 && r.ref.pointer == templates[k].pointer;
+      });
+      ASSERT_NE(rep, runner.reports().end()) << templates[k].path;
       // In the cluster the operator labels these pods and sets PET_NPROC_PER_NODE; so does this.
-      json pod = manifests::operator_pod(before[i].at(json::json_pointer(templates[k].pointer)), templates[k]);
+      json pod = manifests::operator_pod(before[i].at(json::json_pointer(templates[k].pointer)), rep->ref);
       auto outcome = admission::handle_review(test::admission_review("admission.k8s.io/v1", pod).dump(), cfg);
       json resp = json::parse(outcome.body)["response"];
       json offline = after[i].at(json::json_pointer(mutated_templates[k].pointer));
+      if (rep->ref.template_kind == manifests::TemplateKind::kTrainJob ||
+          rep->ref.template_kind == manifests::TemplateKind::kArgo) {
+        // Built pods: the webhook sizes the built pod as offline reported it (a TrainJob is never
+        // written, an Argo template's edit lands in other places).
+        ASSERT_EQ(resp.contains("patch"), rep->result.mutated()) << templates[k].path;
+        if (!resp.contains("patch")) continue;
+        json webhook = pod.patch(json::parse(test::base64_decode(resp["patch"])));
+        EXPECT_EQ(webhook["metadata"]["annotations"]["shmguard.io/injected-size"],
+                  sizing::format_quantity(rep->result.size())) << templates[k].path;
+        continue;
+      }
       if (!resp.contains("patch")) {
         EXPECT_EQ(offline, before[i].at(json::json_pointer(templates[k].pointer))) << templates[k].path;
         continue;
@@ -174,6 +194,7 @@ TEST(CorpusSuite, TrainerInitializerStepsAreNotTrainingPods) {
     ASSERT_TRUE(done.ok()) << done.error();
     const auto docs = test::yaml_documents(text);
     for (const auto& r : runner.reports()) {
+      if (r.ref.template_kind == manifests::TemplateKind::kTrainJob) continue;  // the runtime's jobs here
       const std::string suffix = "/spec/template";
       ASSERT_TRUE(r.ref.pointer.ends_with(suffix)) << r.ref.pointer;
       const json& job = docs.at(r.document - 1).at(json::json_pointer(r.ref.pointer.substr(0, r.ref.pointer.size() - suffix.size())));
@@ -189,8 +210,8 @@ TEST(CorpusSuite, TrainerInitializerStepsAreNotTrainingPods) {
   EXPECT_EQ(seen, (std::set<std::string>{"trainer", "dataset-initializer", "model-initializer"}));
 }
 
-TEST(CorpusSuite, ExistingDevShmIsLeftAlone) {
-  // The PaddleJob example mounts its own /dev/shm: user-managed, not patched.
+TEST(CorpusSuite, APaddleJobIsNotPyTorchAndIsLeftAlone) {
+  // The PaddleJob example (which mounts its own /dev/shm too) says nothing of PyTorch: not patched.
   fs::path p = fs::path(SHMGUARD_CORPUS_DIR) / "kubeflow__training-operator/examples__paddlepaddle__simple-gpu.yaml";
   if (!fs::exists(p)) GTEST_SKIP() << "corpus not found";
   std::ostringstream out;
@@ -201,7 +222,10 @@ TEST(CorpusSuite, ExistingDevShmIsLeftAlone) {
   ASSERT_TRUE(done.ok()) << done.error();
   runner.finish();
   ASSERT_FALSE(runner.reports().empty());
-  for (const auto& r : runner.reports()) EXPECT_EQ(r.result.reason, "user-managed");
+  for (const auto& r : runner.reports()) {
+    EXPECT_EQ(r.result.reason, "not-training");
+    EXPECT_EQ(r.result.summary, "skipped: not PyTorch (PaddleJob)");
+  }
   EXPECT_EQ(out.str(), test::read_file(p));
 }
 

@@ -157,24 +157,28 @@ TEST_P(OwnerGolden, OfflineReadsTheOwnerAndTheWebhookAgrees) {
   ASSERT_TRUE(fs::exists(golden_path)) << "missing " << golden_path << " (run with REFRESH_GOLDEN=1)";
   EXPECT_EQ(test::read_file(golden_path), actual) << "golden differs; REFRESH_GOLDEN=1 rewrites it";
 
-  const json doc = test::yaml_documents(input).at(0);
-  const auto refs = test::templates_of(doc);
-  ASSERT_EQ(refs.size(), runner.reports().size());
-  for (std::size_t i = 0; i < refs.size(); ++i) {
-    const auto& rep = runner.reports()[i];
-    const json pod = manifests::operator_pod(doc.at(json::json_pointer(refs[i].pointer)), refs[i]);
+  // Every document's templates, each as its operator makes the pod (an Argo template with its
+  // workflow's volumes, a TrainJob with its runtime: what the report's ref carries).
+  const auto docs = test::yaml_documents(input);
+  std::size_t found = 0;
+  for (std::size_t d = 0; d < docs.size(); ++d) found += test::templates_of(docs[d]).size();
+  ASSERT_EQ(found, runner.reports().size());
+  for (const auto& rep : runner.reports()) {
+    const auto& ref = rep.ref;
+    const json& doc = docs.at(static_cast<std::size_t>(rep.document - 1));
+    const json pod = manifests::operator_pod(doc.at(json::json_pointer(ref.pointer)), ref);
     auto outcome = admission::handle_review(test::admission_review("admission.k8s.io/v1", pod).dump(), cfg);
     const json response = json::parse(outcome.body)["response"];
-    ASSERT_EQ(response.contains("patch"), rep.result.mutated()) << refs[i].path;
+    ASSERT_EQ(response.contains("patch"), rep.result.mutated()) << ref.path;
     if (!rep.result.mutated()) continue;
     const json webhook_pod = pod.patch(json::parse(test::base64_decode(response["patch"])));
     EXPECT_EQ(webhook_pod["metadata"]["annotations"]["shmguard.io/injected-size"],
               sizing::format_quantity(rep.result.size()))
-        << refs[i].path << ": the webhook sized the operator's pod differently";
+        << ref.path << ": the webhook sized the operator's pod differently";
     const std::string webhook_sizing = webhook_pod["metadata"]["annotations"]["shmguard.io/sizing"];
-    EXPECT_EQ(refs[i].owner_procs ? test::sizing_as_offline(webhook_sizing, refs[i].owner_procs->field) : webhook_sizing,
+    EXPECT_EQ(ref.owner_procs ? test::sizing_as_offline(webhook_sizing, ref.owner_procs->field) : webhook_sizing,
               rep.result.sizing->explanation)
-        << refs[i].path << ": the webhook explained the operator's pod's size differently";
+        << ref.path << ": the webhook explained the operator's pod's size differently";
   }
 }
 

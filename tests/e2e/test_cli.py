@@ -170,7 +170,7 @@ def test_missing_file():
 def test_corpus_directory_check():
     r = run("check", "-f", str(CORPUS))
     assert r.returncode == 1
-    assert "PaddleJob/paddle-simple-gpu spec.paddleReplicaSpecs.Worker.template -> ok" in r.stdout
+    assert "PaddleJob/paddle-simple-gpu spec.paddleReplicaSpecs.Worker.template -> skipped: not PyTorch (PaddleJob)" in r.stdout
 
 
 @pytest.mark.skipif(not EXAMPLES.exists(), reason="no bundled examples")

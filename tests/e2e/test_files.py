@@ -258,7 +258,7 @@ def test_annotation_values_must_be_strings(tmp_path):
     # The refused value is not sized by: the pod a cluster accepts cannot carry it.
     assert f"{f}:1 Pod/p (pod) -> would inject 8Gi" in r.stdout, r.stdout
     item = json.loads(run("check", "-f", str(f), "-o", "json").stdout)["items"][0]
-    assert item["sizing"] == "no batch-size annotation; default 8Gi; procs 1 (default)", item
+    assert item["sizing"] == "no batch-size annotation; default 8Gi; procs 1 (default) (recognised by: annotation shmguard.io/num-workers)", item
     assert run("check", "-f", str(f), "--fail-on", "none").returncode == 0
     r = run("mutate", "-i", "-f", str(f))
     assert r.returncode == 2 and f"{f}:6: annotation shmguard.io/batch-size: 64 is a number" in r.stderr

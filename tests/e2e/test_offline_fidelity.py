@@ -322,7 +322,7 @@ def test_shmguards_volume_of_another_kind_is_replaced_in_its_place():
     r = run("mutate", "-f", "-", stdin=src.encode())
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout.decode() == (
-        head + "        shmguard.io/injected-size: 2Gi\n        shmguard.io/sizing: explicit shmguard.io/size 2Gi\n"
+        head + "        shmguard.io/injected-size: 2Gi\n        shmguard.io/sizing: \"explicit shmguard.io/size 2Gi (recognised by: annotation shmguard.io/size)\"\n"
         + mid + "        emptyDir:\n          medium: Memory\n          sizeLimit: 2Gi\n" + tail)
     assert "updated to 2Gi (was stale: volume shmguard-dshm is not a Memory emptyDir)" in r.stderr.decode()
     assert "re-emitted" not in r.stderr.decode()

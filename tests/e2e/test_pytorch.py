@@ -180,7 +180,7 @@ def test_sized_from_the_commands_flags(webhook, tmp_path):
                                     text=True).stdout)
     assert out["metadata"]["annotations"]["shmguard.io/sizing"] == (
         "batch 32 x 1Mi = 32Mi; loader (4 workers x prefetch 4 + 2) x 32Mi = 576Mi; procs 1 (default); need 1 x 576Mi"
-        " x 1.5 + base 256Mi = 1120Mi -> 1120Mi (from the command: --batch-size 32, --num-workers 4, --prefetch-factor 4)")
+        " x 1.5 + base 256Mi = 1120Mi -> 1120Mi (from the command: --batch-size 32, --num-workers 4, --prefetch-factor 4; recognised by: annotation shmguard.io/sample-size)")
     # The loader term alone (min, base and NCCL set to nothing): the command still finishes in it.
     cfg = tmp_path / "tight.yaml"
     cfg.write_text("sizing:\n  min: 1Mi\n  base: 0\n  ncclPerProcess: 0\n")

@@ -11,8 +11,13 @@ from conftest import TRAINING_IMAGE, shm_volume
 from test_training_job import BUS_ERROR, MiB, shm_bytes
 
 LIMIT = "512Mi"
-# (4 workers x prefetch 2 + 1) x 32 x 1 MiB = 288 MiB of /dev/shm at the peak, plus the processes.
-WORKLOAD = "--batch-size 32 --num-workers 4 --sample-size 1048576 --steps 8"
+# (4 workers x prefetch 2 + 1) x 32 x 2 MiB = 576 MiB of /dev/shm once the prefetch slots fill: more
+# than the 512Mi limit before the processes count, so the OOM kill does not depend on how much memory
+# torch's processes hold. With 1 MiB samples (288 MiB) and 8 steps the outcome did depend on it: one
+# run was OOMKilled at 242 MiB, a later one finished at 205 MiB. 20 steps of 0.15 s give the four
+# workers the time to fill every slot.
+WORKLOAD = "--batch-size 32 --num-workers 4 --sample-size 2097152 --steps 20"
+SIZE = "1216Mi"  # (4 x 2 + 2) x 32 x 2Mi x 1.5 + 256Mi
 
 
 def pod():
@@ -21,7 +26,7 @@ def pod():
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "over-the-limit", "annotations": {
-            "shmguard.io/batch-size": "32", "shmguard.io/num-workers": "4", "shmguard.io/sample-size": "1Mi"}},
+            "shmguard.io/batch-size": "32", "shmguard.io/num-workers": "4", "shmguard.io/sample-size": "2Mi"}},
         "spec": {"restartPolicy": "Never", "containers": [{
             "name": "train", "image": TRAINING_IMAGE, "imagePullPolicy": "Never", "command": ["sh", "-c", script],
             "resources": {"limits": {"memory": LIMIT}}}]},
@@ -34,10 +39,10 @@ def test_need_above_the_memory_limit(release):
     r = node.kubectl("create", "-n", ns, "-f", "-", "-o", "json", stdin=json.dumps(pod()))
     created = json.loads(r.stdout)
     # The admission warning, as kubectl prints it to the user who created the pod.
-    assert re.search(r"Warning: /dev/shm 1Gi exceeds the pod memory limit 512Mi: the kubelet caps /dev/shm at the "
+    assert re.search(r"Warning: /dev/shm 1216Mi exceeds the pod memory limit 512Mi: the kubelet caps /dev/shm at the "
                      r"limit .* past the limit the pod is OOM-killed", r.stderr), r.stderr
     size = shm_volume(created)["emptyDir"]["sizeLimit"]
-    assert size == "1Gi"
+    assert size == SIZE
     st = node.wait("pod over-the-limit done", lambda: (lambda p: p if p["status"].get("phase") in
                                                        ("Succeeded", "Failed") else None)(
         node.get("pod", "over-the-limit", "-n", ns)), timeout=300, every=2)

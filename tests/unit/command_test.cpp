@@ -109,8 +109,9 @@ TEST(LoaderFlags, BothSpellingsBothFormsFirstLineThatStatesThem) {
   EXPECT_TRUE(f.warnings.empty());
   f = loader_flags(command_lines(spec({"python", "t.py", "--batch-size", "big"})), kDefaults);
   EXPECT_FALSE(f.batch_size.n);
-  EXPECT_EQ(f.warnings, std::vector<std::string>{
-                            "--batch-size \"big\" in container train is not a whole number; not used for sizing"});
+  ASSERT_EQ(f.warnings.size(), 1u);
+  EXPECT_EQ(f.warnings[0].text, "--batch-size \"big\" in container train is not a whole number; not used for sizing");
+  EXPECT_EQ(f.warnings[0].flag, "--batch-size");
   // A sidecar's flags are not a DataLoader's.
   f = loader_flags(command_lines(spec({"gunicorn", "--workers", "4"})), kDefaults);
   EXPECT_FALSE(f.num_workers.n);
@@ -124,4 +125,56 @@ TEST(ExpandEnv, WholeValueReferencesOnly) {
   EXPECT_EQ(expand_env("$(F)", c), "$(F)");
   EXPECT_EQ(expand_env("x$(N)", c), "x$(N)");
   EXPECT_EQ(expand_env("$(N", c), "$(N");
+}
+
+TEST(LoaderFlags, HuggingFaceTrainerAndImageNetShortFlags) {
+  auto f = loader_flags(command_lines(spec({"accelerate", "launch", "train.py", "--per_device_train_batch_size", "16",
+                                            "--dataloader_num_workers=8", "--dataloader_prefetch_factor", "3"})),
+                        kDefaults);
+  EXPECT_EQ(f.batch_size.as_written, "--per_device_train_batch_size 16");
+  EXPECT_EQ(f.num_workers.as_written, "--dataloader_num_workers 8");
+  EXPECT_EQ(f.prefetch_factor.n, 3u);
+  f = loader_flags(command_lines(spec({"python", "train.py", "--dataloader-num-workers", "4"})), kDefaults);
+  EXPECT_EQ(f.num_workers.n, 4u);
+  // PyTorch's ImageNet example: -j N / -jN and -b N, on Python lines only.
+  f = loader_flags(command_lines(spec({"python", "main.py", "-a", "resnet50", "-j8", "-b", "128"})), kDefaults);
+  EXPECT_EQ(f.num_workers.as_written, "-j 8");
+  EXPECT_EQ(f.batch_size.as_written, "-b 128");
+  EXPECT_TRUE(f.warnings.empty());
+  f = loader_flags(command_lines(spec({"make", "-j", "8"})), kDefaults);
+  EXPECT_FALSE(f.num_workers.n);
+  // Python's own -b (bytes warnings) is not a batch size, and is no warning either.
+  f = loader_flags(command_lines(spec({"python", "-b", "main.py", "--workers", "2"})), kDefaults);
+  EXPECT_FALSE(f.batch_size.n);
+  EXPECT_TRUE(f.warnings.empty());
+  EXPECT_EQ(rule(spec({"python", "main.py", "-j", "8"})), "-j 8 in command");
+  EXPECT_EQ(rule(spec({"python3", "run.py", "--dataloader_num_workers=2"})), "--dataloader_num_workers 2 in command");
+  EXPECT_EQ(rule(spec({"make", "-j", "8"})), "");
+}
+
+TEST(LauncherRule, ArgsOnlyContainersOfATorchrunEntrypoint) {
+  // torchelastic's own sample: the image's entrypoint is torchrun, the args its flags and a script.
+  const json s = spec(nullptr, {"--nproc_per_node=8", "/workspace/main.py", "--batch-size=32", "--workers=4"});
+  EXPECT_EQ(rule(s), "torchrun (image entrypoint) in args");
+  auto f = loader_flags(command_lines(s), kDefaults);
+  EXPECT_EQ(f.batch_size.n, 32u);
+  EXPECT_EQ(f.num_workers.n, 4u);
+  EXPECT_TRUE(runs_launcher_entrypoint(s["containers"][0]));
+  // Flags that are not torchrun's, or no script, or a command: not an entrypoint launcher.
+  EXPECT_EQ(rule(spec(nullptr, {"--port=8080", "app.py"})), "");
+  EXPECT_EQ(rule(spec(nullptr, {"--nnodes=2"})), "");
+  EXPECT_FALSE(runs_launcher_entrypoint(spec({"python"}, {"--nnodes=2", "t.py"})["containers"][0]));
+}
+
+TEST(ExpandEnv, NumbersAsManifestsWriteThemAndUnsetNames) {
+  const json c = {{"env", json::array({{{"name", "N"}, {"value", 4}}, {{"name", "S"}, {"value", "x"}}})}};
+  EXPECT_EQ(expand_env("${N}", c), "4");
+  EXPECT_EQ(expand_env("$(N)", c), "4");
+  EXPECT_EQ(expand_env("$N", c), "4");
+  EXPECT_EQ(expand_env("${MISSING}", c), "${MISSING}");
+  EXPECT_EQ(env_reference("${MISSING}"), "MISSING");
+  EXPECT_EQ(env_reference("$((N * 2))"), "");
+  EXPECT_EQ(env_reference("8"), "");
+  EXPECT_EQ(env_literal(c, "S"), "x");
+  EXPECT_FALSE(env_literal(c, "MISSING"));
 }

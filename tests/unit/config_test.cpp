@@ -63,7 +63,7 @@ TEST(Config, ErrorsNameTheKey) {
     const char* message;
   } cases[] = {
       {"sizing:\n  maxx: 1Gi\n", 2, "unknown key \"sizing.maxx\"; known keys: base, default, headroom, max, min, ncclPerProcess, prefetchFactor"},
-      {"bogus: 1\n", 1, "unknown key \"bogus\"; known keys: mode, selection, sizing"},
+      {"bogus: 1\n", 1, "unknown key \"bogus\"; known keys: inference, mode, selection, sizing"},
       {"sizing:\n  max: lots\n", 2, "sizing.max: \"lots\" is not a quantity (no digits)"},
       {"sizing:\n  min: 2Gi\n  max: 1Gi\n", 0, "sizing.min (2Gi) is above sizing.max (1Gi)"},
       {"sizing:\n  default: 128Gi\n", 0, "sizing.default (128Gi) must lie between sizing.min and sizing.max"},

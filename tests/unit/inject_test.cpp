@@ -201,3 +201,63 @@ TEST(Inject, SkipReasons) {
   p["metadata"]["labels"]["shmguard.io/inject"] = "false";
   EXPECT_EQ(inject_pod(p, cfg).reason, "opted-out");
 }
+
+TEST(Inject, ZeroWorkersAndOneProcessNeedNoShm) {
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}}},
+              {"spec", {{"containers", {{{"name", "c"}, {"image", "python:3.11"},
+                                         {"command", {"python", "-m", "torch.distributed.run", "imagenet.py",
+                                                      "--batch-size=32", "--workers=0"}}}}}}}};
+  auto r = inject_pod(pod, cfg);
+  EXPECT_EQ(r.reason, "none-needed");
+  EXPECT_EQ(r.summary, "ok: none needed (0 DataLoader workers, 1 process)");
+  EXPECT_TRUE(r.patch.empty());
+  EXPECT_TRUE(r.warnings.empty()) << testing::PrintToString(texts(r));
+  // Two processes: NCCL between them goes through /dev/shm.
+  pod["spec"]["containers"][0]["command"].push_back("--nproc_per_node=2");
+  pod["spec"]["containers"][0]["command"] = {"torchrun", "--nproc_per_node=2", "imagenet.py", "--workers=0"};
+  EXPECT_TRUE(inject_pod(pod, cfg).mutated());
+  // An explicit opt-in is honoured.
+  pod["spec"]["containers"][0]["command"] = {"python", "-m", "torch.distributed.run", "imagenet.py", "--workers=0"};
+  pod["metadata"]["labels"] = {{"shmguard.io/inject", "true"}};
+  EXPECT_TRUE(inject_pod(pod, cfg).mutated());
+}
+
+TEST(Inject, AcceleratorsNotNamedNvidiaGpuSetProcesses) {
+  for (const char* name : {"nvidia.com/a40", "nvidia.com/mig-1g.10gb", "amd.com/gpu", "habana.ai/gaudi",
+                           "aws.amazon.com/neuroncore", "gpu.intel.com/i915"}) {
+    auto pod = training_pod();
+    pod["spec"]["containers"][0]["resources"] = {{"limits", {{name, "4"}}}};
+    auto r = inject_pod(pod, cfg);
+    ASSERT_TRUE(r.sizing) << name;
+    EXPECT_EQ(r.size(), 3968 * sizing::kMi) << name << ": " << r.sizing->explanation;
+  }
+}
+
+TEST(Inject, EverySizingTextNamesTheRecognisingRule) {
+  auto r = inject_pod(training_pod(), cfg);  // a sizing annotation decides before the label
+  ASSERT_TRUE(r.sizing);
+  EXPECT_TRUE(r.sizing->explanation.ends_with(" (recognised by: annotation shmguard.io/batch-size)"))
+      << r.sizing->explanation;
+  auto pod = training_pod();
+  pod["metadata"].erase("annotations");
+  r = inject_pod(pod, cfg);
+  EXPECT_TRUE(r.sizing->explanation.ends_with(" (recognised by: label training.kubeflow.org/job-name)"))
+      << r.sizing->explanation;
+}
+
+TEST(Inject, InferenceGetsTheConfiguredSize) {
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "vllm"}}},
+              {"spec", {{"containers", {{{"name", "c"}, {"image", "vllm/vllm-openai:v0.6.3"},
+                                         {"args", {"--model", "m", "--tensor-parallel-size", "2"}},
+                                         {"command", {"python3", "-m", "vllm.entrypoints.openai.api_server"}},
+                                         {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}}}};
+  auto r = inject_pod(pod, cfg);
+  ASSERT_TRUE(r.mutated()) << r.summary;
+  EXPECT_EQ(r.size(), 2 * sizing::kGi);
+  EXPECT_NE(r.sizing->explanation.find("inference"), std::string::npos) << r.sizing->explanation;
+  config::Config big = cfg;
+  big.inference.size = 4 * sizing::kGi;
+  EXPECT_EQ(inject_pod(pod, big).size(), 4 * sizing::kGi);
+  big.inference.enabled = false;
+  EXPECT_FALSE(inject_pod(pod, big).mutated());
+}

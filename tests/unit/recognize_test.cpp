@@ -143,3 +143,93 @@ TEST(Duration, HelmAndKubectlForms) {
   for (const char* bad : {"", "m", "2 m", "1.5m", "2d", "1m30", "-5s", "25h", "99999999999999999999s", "s5"})
     EXPECT_EQ(parse_duration_s(bad), std::nullopt) << bad;
 }
+
+namespace {
+json running(json command, json args = nullptr, std::string image = "python:3.11") {
+  json p = pod(nullptr, nullptr, image);
+  if (!command.is_null()) p["spec"]["containers"][0]["command"] = command;
+  if (!args.is_null()) p["spec"]["containers"][0]["args"] = args;
+  return p;
+}
+}  // namespace
+
+TEST(Recognize, KubeflowKindsThatAreNotPyTorchNeedSomethingThatSaysPyTorch) {
+  // A JAXJob's pod as the training operator makes it: the same job-name label as a PyTorchJob's.
+  json labels = {{"training.kubeflow.org/job-name", "jax-mnist"}, {"training.kubeflow.org/operator-name", "jaxjob-controller"}};
+  auto r = recognize(pod(labels, nullptr, "docker.io/kubeflow/jaxjob-dist-spmd-mnist"), cfg);
+  EXPECT_EQ(r.verdict, Verdict::kNotTraining);
+  EXPECT_EQ(r.not_pytorch_kind, "JAXJob");
+  EXPECT_EQ(r.because, "JAXJob, and no PyTorch image, command or annotation");
+  // The controller ownerReference says the same; offline the owner's kind does.
+  json owned = pod({{"training.kubeflow.org/job-name", "t"}}, nullptr);
+  owned["metadata"]["ownerReferences"] = {{{"apiVersion", "kubeflow.org/v1"}, {"kind", "TFJob"}, {"name", "t"}}};
+  EXPECT_EQ(recognize(owned, cfg).not_pytorch_kind, "TFJob");
+  EXPECT_EQ(recognize(pod(nullptr, nullptr), cfg, {.assume_training = true, .owner_kind = "XGBoostJob"}).verdict,
+            Verdict::kNotTraining);
+  // A PyTorch image, command or annotation makes it training.
+  EXPECT_EQ(recognize(pod(labels, nullptr, "pytorch/pytorch:2.4"), cfg).verdict, Verdict::kTraining);
+  json torchrun = running({"torchrun", "--nproc_per_node=2", "train.py"});
+  torchrun["metadata"]["labels"] = labels;
+  EXPECT_EQ(recognize(torchrun, cfg).because, "command torchrun in command");
+  EXPECT_EQ(recognize(pod(labels, {{"shmguard.io/num-workers", "4"}}), cfg).verdict, Verdict::kTraining);
+}
+
+TEST(Recognize, ATrainingJobsTemplateNamesTheLabelItsPodsWillCarry) {
+  // Offline and the webhook name the same rule in the sizing text.
+  auto r = recognize(pod(nullptr, nullptr), cfg, {.assume_training = true, .owner_kind = "PyTorchJob"});
+  EXPECT_EQ(r.verdict, Verdict::kTraining);
+  EXPECT_EQ(r.because, "template of a training job (PyTorchJob)");
+  EXPECT_EQ(r.rule, "label training.kubeflow.org/job-name");
+  EXPECT_EQ(recognize(pod({{"training.kubeflow.org/job-name", "j"}}, nullptr), cfg).rule, r.rule);
+  // Without that label configured the template itself is the rule.
+  config::SelectionConfig none = cfg;
+  none.label_keys = {"team=ml"};
+  EXPECT_EQ(recognize(pod(nullptr, nullptr), none, {.assume_training = true}).rule, "template of a training job");
+}
+
+TEST(Recognize, ServingImagesAreNotTrainingByTheImageRule) {
+  for (const char* image : {"pytorch/torchserve-nightly:latest-gpu", "pytorch/torchserve:0.12.0"}) {
+    auto r = recognize(pod(nullptr, nullptr, image), cfg);
+    EXPECT_EQ(r.verdict, Verdict::kNotTraining) << image;
+  }
+  // A serving command in a pytorch image: still not training.
+  EXPECT_EQ(recognize(running({"torchserve", "--start"}, nullptr, "pytorch/pytorch:2.4"), cfg).verdict,
+            Verdict::kNotTraining);
+  // The list is configured.
+  config::SelectionConfig plain = cfg;
+  plain.serving_names.clear();
+  EXPECT_EQ(recognize(pod(nullptr, nullptr, "pytorch/torchserve:0.12.0"), plain).verdict, Verdict::kTraining);
+}
+
+TEST(Recognize, ArgsOnlyLaunchersAndHuggingFaceFlags) {
+  // torchelastic's sample: the image's entrypoint is the launcher, args start with its flags.
+  auto r = recognize(running(nullptr, {"--nproc_per_node=8", "main.py", "--batch-size=32", "--workers=4"}), cfg);
+  EXPECT_EQ(r.verdict, Verdict::kTraining) << r.because;
+  for (const char* flag : {"--dataloader_num_workers=8", "--dataloader-num-workers=8"}) {
+    auto hf = recognize(running({"python", "train.py", flag}), cfg);
+    EXPECT_EQ(hf.verdict, Verdict::kTraining) << flag;
+  }
+  // PyTorch's ImageNet example's short flag, on a Python command line only.
+  EXPECT_EQ(recognize(running({"python", "main.py", "-j", "8", "-b", "128"}), cfg).verdict, Verdict::kTraining);
+  EXPECT_EQ(recognize(running({"make", "-j", "8"}), cfg).verdict, Verdict::kNotTraining);
+}
+
+TEST(Recognize, InferenceWithTensorParallelInOnePod) {
+  json vllm = running({"vllm", "serve", "meta-llama/Llama-3.1-70B", "--tensor-parallel-size", "4"}, nullptr,
+                      "vllm/vllm-openai:v0.6.3");
+  vllm["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "4"}}}};
+  auto r = recognize(vllm, cfg);
+  EXPECT_EQ(r.verdict, Verdict::kInference);
+  EXPECT_EQ(r.tensor_parallel, 4u);
+  EXPECT_EQ(r.accelerators, 4u);
+  // Fewer accelerators than ranks: the ranks are elsewhere, nothing shared in this pod.
+  vllm["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1";
+  EXPECT_EQ(recognize(vllm, cfg).verdict, Verdict::kNotTraining);
+  // The off switch.
+  vllm["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "4";
+  EXPECT_EQ(recognize(vllm, cfg, {.inference = false}).verdict, Verdict::kNotTraining);
+  // Other accelerator names count (a configured glob list).
+  json tgi = running({"text-generation-launcher", "--num-shard", "2"}, nullptr, "ghcr.io/huggingface/text-generation-inference:2.4");
+  tgi["spec"]["containers"][0]["resources"] = {{"limits", {{"amd.com/gpu", "2"}}}};
+  EXPECT_EQ(recognize(tgi, cfg).verdict, Verdict::kInference);
+}

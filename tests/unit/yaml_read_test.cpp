@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "base/limits.h"
+#include "manifests/conflict_marker.h"
 #include "manifests/yaml_doc.h"
 #include "yaml_test_util.h"
 
@@ -74,6 +75,45 @@ TEST(ParseDocument, ErrorsCarryTheLine) {
   EXPECT_EQ(doc.root, nullptr);
   EXPECT_TRUE(parse_document("---\n", doc).ok());
   EXPECT_EQ(doc.root, nullptr);
+}
+
+// A merge-conflict marker is named at its own line, before libyaml would fail a line later (or,
+// inside a quoted string that goes on over lines, read it as text).
+TEST(ParseDocument, ConflictMarkersAreNamedAtTheirOwnLine) {
+  YamlDocument doc;
+  const std::string conflicted = "apiVersion: v1\nkind: Pod\n<<<<<<< HEAD\nmetadata: {name: a}\n=======\n"
+                                 "metadata: {name: b}\n>>>>>>> feature/x\n";
+  auto bad = parse_document(conflicted, doc);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.line(), 3);
+  EXPECT_EQ(bad.kind<ParseFailure>(), ParseFailure::kConflictMarker);
+  EXPECT_EQ(bad.error(), "merge-conflict marker \"<<<<<<< HEAD\" (resolve the conflict first)");
+  // libyaml alone takes this for text inside the string: the marker is still what is reported.
+  auto quoted = parse_document("a: \"one\n=======\ntwo\"\n", doc);
+  ASSERT_FALSE(quoted.ok());
+  EXPECT_EQ(quoted.line(), 2);
+  EXPECT_EQ(quoted.error(), "merge-conflict marker \"=======\" (resolve the conflict first)");
+  auto crlf = parse_document("a: 1\r\n>>>>>>> main\r\n", doc);
+  EXPECT_EQ(crlf.line(), 2);
+  EXPECT_EQ(crlf.error(), "merge-conflict marker \">>>>>>> main\" (resolve the conflict first)");
+  // Not markers: indented (a block scalar's content), six or eight signs, a sign run glued to text.
+  for (const char* fine : {"a: |\n  <<<<<<< HEAD\n  =======\n", "a: x\n# <<<<<<< HEAD\n", "a: \"b\n<<<<<<\"\n",
+                           "a: \"b\n========\"\n", "a: \"b\n>>>>>>>x\"\n"})
+    EXPECT_TRUE(parse_document(fine, doc).ok()) << fine;
+}
+
+TEST(ConflictMarker, FoundAndRecognisedInAFailure) {
+  EXPECT_FALSE(find_conflict_marker("a: 1\n"));
+  EXPECT_FALSE(find_conflict_marker(""));
+  auto m = find_conflict_marker("a: 1\n\n=======");  // the last line, without a line break
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->line, 3);
+  EXPECT_EQ(m->text, "=======");
+  const std::string message = conflict_marker_message(*m);
+  EXPECT_TRUE(is_conflict_marker_error("k8s/job.yaml:3: " + message));
+  EXPECT_TRUE(is_conflict_marker_error("dir: x/job.yaml:12: " + message));  // ": " in the file's name
+  EXPECT_FALSE(is_conflict_marker_error("job.yaml:3: invalid YAML: " + message));
+  EXPECT_FALSE(is_conflict_marker_error(message));
 }
 
 TEST(ParseDocument, KeepsStylesSpansAndAnchors) {

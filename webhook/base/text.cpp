@@ -48,6 +48,13 @@ std::string printable(std::string_view value, std::size_t max) {
   return out;
 }
 
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 bool glob_match(std::string_view p, std::string_view t) {
   std::size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
   while (ti < t.size()) {

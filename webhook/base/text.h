@@ -20,6 +20,9 @@ std::string_view trim_end(std::string_view text);
 // A value safe to echo in a warning: control characters replaced, at most `max` characters.
 std::string printable(std::string_view value, std::size_t max = 40);
 
+// ASCII lowercase (label values, booleans, key spellings: never locale-dependent).
+std::string lowercase(std::string_view text);
+
 // Shell-style glob: '*' matches any run of characters (including '/'), '?' one character.
 bool glob_match(std::string_view pattern, std::string_view text);
 

@@ -6,10 +6,18 @@
 #include "cli/command.h"
 #include "cli/inputs.h"
 #include "cli/report.h"
+#include "manifests/conflict_marker.h"
 #include "manifests/offline.h"
 
 namespace shmguard::cli {
 namespace {
+
+// An input --skip-invalid would skip, named so: the flag is the way on when the file is a values
+// file or other YAML that is no manifest (a message that already names it is left as it is).
+std::string with_skip_hint(const std::string& error) {
+  if (error.find("--skip-invalid") != std::string::npos) return error;
+  return error + " (use --skip-invalid to report and skip such files)";
+}
 
 int run_check(const ManifestArgs& a) {
   if (a.files.empty()) return fail("check: give the manifests to check: -f FILE|DIR|- (or FILE ...)");
@@ -32,7 +40,9 @@ int run_check(const ManifestArgs& a) {
   for (const auto& f : *files) {
     pending.clear();
     if (auto s = open_input(runner, f); !s) {
-      if (!a.skip_invalid) return fail(s.error());
+      // A committed merge conflict is a manifest to fix, never a file to skip.
+      if (manifests::is_conflict_marker_error(s.error())) return fail(s.error());
+      if (!a.skip_invalid) return fail(with_skip_hint(s.error()));
       totals.skipped_files.push_back(f + ": skipped (--skip-invalid): " + s.error());  // the report lists it, once
       continue;
     }
@@ -63,7 +73,8 @@ void add_check(CLI::App& app, Outcome& out) {
   c->add_option("-o,--output", a->output, format_help())->check(CLI::IsMember(format_names()));
   c->add_option("--fail-on", a->fail_on, fail_on_help())
       ->capture_default_str();
-  c->add_flag("--skip-invalid", a->skip_invalid, "report and skip files that are not Kubernetes manifests");
+  c->add_flag("--skip-invalid", a->skip_invalid, "report and skip files that are not Kubernetes manifests (invalid YAML, a values file, a list, unreadable); "
+      "a merge-conflict marker still stops the check");
   add_input_flags(*c, *a);
   c->callback([a, &out] { out.code = run_check(*a); });
 }

@@ -33,9 +33,13 @@ bool manifest_name(const std::string& name) {
   return false;
 }
 
-// Walks `dir` (already stat'ed as `st`), adding manifest files to `out`. `seen` holds the
-// directories entered (device, inode), so a symlink back up the tree ends the walk there.
-Status walk(const std::string& dir, const struct stat& st, std::set<std::pair<dev_t, ino_t>>& seen, Strings& out) {
+using Seen = std::set<std::pair<dev_t, ino_t>>;
+
+// Walks `dir` (already stat'ed as `st`; `rel` its path below the -f directory), adding manifest
+// files to `out`. `seen` holds the directories entered (device, inode), so a symlink back up the
+// tree ends the walk there.
+Status walk(const std::string& dir, const std::string& rel, const struct stat& st, Seen& seen, const SkipPath& skip,
+            Strings& out) {
   if (!seen.insert({st.st_dev, st.st_ino}).second) return Ok{};
   DIR* d = ::opendir(dir.c_str());
   if (!d) return Failure{dir + ": cannot read directory: " + why()};
@@ -50,19 +54,22 @@ Status walk(const std::string& dir, const struct stat& st, std::set<std::pair<de
   if (read_errno != 0) return Failure{dir + ": cannot read directory: " + std::strerror(read_errno)};
   for (const auto& name : names) {
     const std::string path = (dir.ends_with('/') ? dir : dir + "/") + name;
+    const std::string below = rel.empty() ? name : rel + "/" + name;
     struct stat est{};
     if (::stat(path.c_str(), &est) != 0) {
       struct stat lst{};
       const bool link = ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
-      // A dangling link that does not look like a manifest is none of our business.
-      if (link && errno == ENOENT && !manifest_name(name)) continue;
+      // A dangling link that does not look like a manifest, or one excluded, is none of our business.
+      if (link && errno == ENOENT && (!manifest_name(name) || (skip && skip(path, below, false)))) continue;
       return Failure{path + (link ? ": cannot follow symlink: " : ": ") + why()};
     }
-    if (S_ISDIR(est.st_mode)) {
-      auto r = walk(path, est, seen, out);
-      if (!r) return r;
-    } else if (S_ISREG(est.st_mode) && manifest_name(name)) {
+    const bool is_dir = S_ISDIR(est.st_mode);
+    if (!is_dir && !(S_ISREG(est.st_mode) && manifest_name(name))) continue;
+    if (skip && skip(path, below, is_dir)) continue;
+    if (!is_dir) {
       out.push_back(path);
+    } else if (auto r = walk(path, below, est, seen, skip, out); !r) {
+      return r;
     }
   }
   return Ok{};
@@ -89,9 +96,9 @@ bool in_group(gid_t gid) {
 
 }  // namespace
 
-Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& args) {
+Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& args, const SkipPath& skip) {
   Strings files;
-  std::set<std::pair<dev_t, ino_t>> seen;
+  Seen seen;
   for (const auto& a : args) {
     if (a == "-") {
       files.push_back(a);
@@ -100,11 +107,12 @@ Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& a
     struct stat st{};
     if (::stat(a.c_str(), &st) != 0) return Failure{a + ": " + why()};
     if (!S_ISDIR(st.st_mode)) {
-      files.push_back(a);
+      const std::string_view relative = a.starts_with('/') ? std::string_view(a).substr(a.rfind('/') + 1) : a;
+      if (!skip || !skip(a, relative, false)) files.push_back(a);
       continue;
     }
     Strings found;
-    auto r = walk(a, st, seen, found);
+    auto r = walk(a, "", st, seen, skip, found);
     if (!r) return Failure{r.error()};
     std::sort(found.begin(), found.end());
     files.insert(files.end(), found.begin(), found.end());
@@ -183,7 +191,7 @@ Status rewrite(const RewritePlan& p, const std::string& text) {
   return replace(p, *staged);
 }
 
-Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& changes) {
+Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& changes, std::vector<std::string>* kept) {
   std::vector<std::string> old(changes.size()), staged(changes.size());
   auto drop_staged = [&](std::size_t from) {
     for (std::size_t i = from; i < staged.size(); ++i)
@@ -208,8 +216,12 @@ Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& chang
     // Put back what was replaced, newest first; a file written in place part way too.
     std::vector<std::string> back, lost;
     for (std::size_t j = plan.in_place ? i + 1 : i; j-- > 0;) {
-      if (auto r = rewrite(changes[j].first, old[j])) back.push_back(changes[j].first.path);
-      else lost.push_back(r.error());
+      if (auto r = rewrite(changes[j].first, old[j])) {
+        back.push_back(changes[j].first.path);
+      } else {
+        lost.push_back(r.error());
+        if (kept) kept->push_back(changes[j].first.path);
+      }
     }
     std::string msg = done.error() + "; ";
     if (back.empty() && lost.empty()) msg += "nothing was written";

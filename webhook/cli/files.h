@@ -2,7 +2,9 @@
 // path silently, and writes that keep what a file is (its link, owner, group, mode, hard links).
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -10,11 +12,17 @@
 
 namespace shmguard::cli {
 
+// Whether a path is left out (--exclude): `path` as the walk spells it (the -f directory as given,
+// then the names below it), `relative` the same below that directory, and whether it is a
+// directory. A file named by an -f argument itself is asked too: `relative` is then its path as
+// given (only its name when that path is absolute: what lies above is not the user's tree).
+using SkipPath = std::function<bool(std::string_view path, std::string_view relative, bool directory)>;
+
 // Expands -f arguments: "-" (stdin) and files as given; directories recursively, their .yaml,
 // .yml and .json files sorted. Symlinks are followed (a directory once: cycles end there). A path
 // that does not exist, an unreadable directory or a dangling link is an error naming the path
-// and the reason.
-Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& args);
+// and the reason, unless `skip` leaves it out: a directory it leaves out is not entered at all.
+Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& args, const SkipPath& skip = {});
 
 // How an in-place rewrite keeps the file what it was.
 struct RewritePlan {
@@ -36,6 +44,9 @@ Status rewrite(const RewritePlan& plan, const std::string& text);
 // each new one staged in a temporary file beside it before any file is replaced; then they are
 // replaced in order. When one fails, the files already replaced (and a file written in place part
 // way) get their old content back, and the error names the file, why, and what was put back.
-Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& changes);
+// `kept`, when given, gets the paths (as given) that hold their new content after a failure: those
+// whose old content could not be put back.
+Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& changes,
+                   std::vector<std::string>* kept = nullptr);
 
 }  // namespace shmguard::cli

@@ -1,8 +1,11 @@
 // `shmguard mutate`: manifests with /dev/shm injected, to stdout or (-i) back into their files.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
+#include <string_view>
 
 #include "cli/command.h"
 #include "cli/files.h"
@@ -32,68 +35,95 @@ class FileBuf : public std::streambuf {
   std::FILE* f_;
 };
 
-void copy_to_stdout(std::FILE* from) {
+void copy_file(std::FILE* from, std::FILE* to) {
   std::fflush(from);
   std::rewind(from);
   char buf[1 << 16];
   std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, from)) > 0) std::fwrite(buf, 1, n, stdout);
-  std::fflush(stdout);
+  while ((n = std::fread(buf, 1, sizeof buf, from)) > 0) std::fwrite(buf, 1, n, to);
+  std::fflush(to);
 }
 
-// One template's line of the report (a line per template, to stderr).
-void print_mutate_report(std::ostream& os, const manifests::TemplateReport& r) {
+// One template's line of the report. `written`: its file was written (or printed); when a later
+// file's error stopped the run, nothing was, and a line that would have changed says so, as
+// check would word it: "would inject 8Gi (not written)".
+void print_mutate_report(std::ostream& os, const manifests::TemplateReport& r, bool written) {
   Record rec = make_record(r);
-  rec.decision = r.summary_done();
-  if (!r.reemitted_because.empty()) rec.decision += " (document re-emitted: " + r.reemitted_because + ")";
+  const bool changed = r.result.mutated();
+  rec.decision = written || !changed ? r.summary_done() : r.summary_planned();
+  if (!r.reemitted_because.empty())
+    rec.decision += (written ? " (document re-emitted: " : " (the document would be re-emitted: ") + r.reemitted_because + ")";
+  if (!written && changed) rec.decision += " (not written)";
   render_text_record(os, rec);
 }
 
-// The report's lines gathered and written to stderr in chunks of 64 KiB: stderr is unbuffered, and
-// a write per line was 13,000 system calls over 10,000 documents. Written out in full before
-// anything else goes to stderr (an error) and at the end, so the order stays as it was.
-class ReportBuffer {
+// The report's lines, held until the run's outcome is known (one line per template, to stderr at
+// the end): each in two forms, as done and as not written, in unlinked temporary files so memory
+// stays flat over any input. stderr is unbuffered, and a write per line was 13,000 system calls
+// over 10,000 documents: the chosen form goes out in 64 KiB writes.
+class HeldReport {
  public:
-  ~ReportBuffer() { flush(); }
+  HeldReport() : done_(std::tmpfile(), close), not_written_(std::tmpfile(), close) {}
+  bool ok() const { return done_ && not_written_; }
   void add(const manifests::TemplateReport& r) {
-    print_mutate_report(lines_, r);
-    if (lines_.tellp() >= kChunk) flush();
+    for (bool written : {true, false}) {
+      line_.str({});
+      print_mutate_report(line_, r, written);
+      const std::string_view text = line_.view();
+      std::fwrite(text.data(), 1, text.size(), written ? done_.get() : not_written_.get());
+    }
   }
-  void flush() {
-    std::cerr << lines_.view();
-    lines_.str({});
-  }
+  // Before anything else goes to stderr (an error), so the order stays as it was.
+  void print(bool written) { copy_file(written ? done_.get() : not_written_.get(), stderr); }
 
  private:
-  static constexpr std::streamoff kChunk = 64 << 10;
-  std::ostringstream lines_;
+  static int close(std::FILE* f) { return std::fclose(f); }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> done_, not_written_;
+  std::ostringstream line_;
 };
 
+// The reports of `mutate -i`; `kept` are the files that hold their new content.
+void print_reports(const std::vector<manifests::TemplateReport>& reports, const std::set<std::string>& kept) {
+  std::ostringstream os;
+  for (const auto& r : reports) print_mutate_report(os, r, kept.count(r.file) != 0);
+  std::cerr << os.view();
+}
+
 int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files, const ManifestArgs& a) {
+  if (std::find(files.begin(), files.end(), "-") != files.end()) return fail("--in-place cannot rewrite stdin");
   // Every file is read, mutated and checked for how it can be written before any is written:
-  // invalid input or a file that cannot keep its owner changes nothing.
+  // invalid input or a file that cannot keep its owner changes nothing, and the report says so.
   std::vector<std::pair<RewritePlan, std::string>> changed;
   std::vector<manifests::TemplateReport> reports;
+  auto stop = [&reports](const std::string& why) {
+    print_reports(reports, {});
+    return fail(why);
+  };
   for (const auto& f : files) {
-    if (f == "-") return fail("--in-place cannot rewrite stdin");
     std::ostringstream out;
     manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
     runner.set_threads(runner_threads(a));
     if (a.allow_reformat) runner.allow_reformat();
-    if (auto s = open_input(runner, f); !s) return fail(s.error());
-    runner.finish();
+    const auto opened = open_input(runner, f);
+    if (opened) runner.finish();
     bool mutated = false;
     for (const auto& r : runner.reports()) {
       mutated = mutated || r.result.mutated();
       reports.push_back(r);
     }
+    if (!opened) return stop(opened.error());
     if (!mutated) continue;
     auto plan = plan_rewrite(f);
-    if (!plan) return fail(plan.error() + "; nothing was written");
+    if (!plan) return stop(plan.error() + "; nothing was written");
     changed.emplace_back(std::move(*plan), out.str());
   }
-  for (const auto& r : reports) print_mutate_report(std::cerr, r);
-  if (auto w = rewrite_all(changed); !w) return fail(w.error(), kExitBadInput);
+  std::vector<std::string> kept;
+  const auto written = rewrite_all(changed, &kept);
+  std::set<std::string> now_new(kept.begin(), kept.end());
+  if (written)
+    for (const auto& change : changed) now_new.insert(change.first.path);
+  print_reports(reports, now_new);
+  if (!written) return fail(written.error(), kExitBadInput);
   for (const auto& [plan, text] : changed)
     std::cerr << plan.path << ": rewritten" << (plan.via_link ? " (the symlink's target " + plan.target + ")" : "")
               << "\n";
@@ -126,20 +156,21 @@ int run_mutate(ManifestArgs a) {
   std::ostream out(&filebuf);
   manifests::OfflineRunner runner(cfg, a.output == "json" ? manifests::OutputFormat::kJson : manifests::OutputFormat::kYaml,
                                   out);
-  ReportBuffer report;
+  HeldReport report;
+  if (!report.ok()) return fail("cannot create a temporary file");
   runner.set_report_sink([&report](const manifests::TemplateReport& r) { report.add(r); });
   runner.set_threads(runner_threads(a));
   if (a.allow_reformat) runner.allow_reformat();
   for (const auto& f : *files) {
     if (auto s = open_input(runner, f); !s) {
-      report.flush();
+      report.print(false);  // nothing reaches stdout
       return fail(s.error());
     }
   }
   runner.finish();
-  report.flush();
+  report.print(true);
   out.flush();
-  copy_to_stdout(tmp);
+  copy_file(tmp, stdout);
   return kExitOk;
 }
 

@@ -162,8 +162,15 @@ const KeyRow<SelectionConfig> kSelectionKeys[] = {
     {"labelKeys", into<SelectionConfig, &SelectionConfig::label_keys, string_list>},
     {"imageGlobs", into<SelectionConfig, &SelectionConfig::image_globs, string_list>},
     {"commands", into<SelectionConfig, &SelectionConfig::commands, string_list>},
+    {"servingNames", into<SelectionConfig, &SelectionConfig::serving_names, string_list>},
+    {"accelerators", into<SelectionConfig, &SelectionConfig::accelerators, string_list>},
     {"injectInitContainers", into<SelectionConfig, &SelectionConfig::inject_init_containers, boolean>},
     {"injectEphemeralContainers", into<SelectionConfig, &SelectionConfig::inject_ephemeral_containers, boolean>},
+};
+
+const KeyRow<InferenceConfig> kInferenceKeys[] = {
+    {"enabled", into<InferenceConfig, &InferenceConfig::enabled, boolean>},
+    {"size", into<InferenceConfig, &InferenceConfig::size, quantity>},
 };
 
 Result<Mode> mode(const YAML::Node& m, const std::string& key) {
@@ -181,10 +188,15 @@ Status selection_section(const YAML::Node& v, const std::string& name, Config& c
   return read_section(v, name, kSelectionKeys, c.selection);
 }
 
+Status inference_section(const YAML::Node& v, const std::string& name, Config& c) {
+  return read_section(v, name, kInferenceKeys, c.inference);
+}
+
 const KeyRow<Config> kTopKeys[] = {
     {"mode", into<Config, &Config::mode, mode>},
     {"sizing", sizing_section},
     {"selection", selection_section},
+    {"inference", inference_section},
 };
 
 Status validate(const Config& c) {
@@ -194,6 +206,7 @@ Status validate(const Config& c) {
   for (const auto& cmd : c.selection.commands)
     if (cmd.find_first_not_of(" \t") == std::string::npos)
       return Failure{"selection.commands: an empty entry (expected a program, e.g. torchrun or \"accelerate launch\")"};
+  if (c.inference.enabled && c.inference.size == 0) return Failure{"inference.size: must be greater than 0"};
   if (c.sizing.min == 0) return Failure{"sizing.min: must be greater than 0"};
   if (c.sizing.min > c.sizing.max)
     return Failure{"sizing.min (" + sizing::format_quantity(c.sizing.min) + ") is above sizing.max (" +

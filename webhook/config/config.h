@@ -34,8 +34,28 @@ struct SelectionConfig {
       "tune run",      "python -m axolotl.cli.train",     "axolotl train",
       "composer",
   };
+  // Serving programs and images: an image whose repository contains one of these names, or a
+  // container running one (its program, or `python -m <name>...`), is never a training pod by the
+  // image rule (pytorch/torchserve is an inference server). A serving command line with a tensor
+  // parallel degree is sized as inference instead (InferenceConfig).
+  std::vector<std::string> serving_names{
+      "torchserve", "vllm", "text-generation-launcher", "text-generation-inference", "tritonserver", "sglang",
+  };
+  // Resource names (globs) whose limits count accelerators: procs when nothing else says, and the
+  // accelerators an inference pod's tensor parallel degree needs.
+  std::vector<std::string> accelerators{
+      "nvidia.com/gpu", "nvidia.com/*", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuroncore",
+      "gpu.intel.com/i915",
+  };
   bool inject_init_containers = false;
   bool inject_ephemeral_containers = false;
+};
+
+// Inference servers with tensor parallel inside one pod (vLLM, SGLang, TGI): NCCL between the ranks
+// of one pod goes through /dev/shm. vLLM's Kubernetes guide asks for 2Gi; not measured here.
+struct InferenceConfig {
+  bool enabled = true;
+  std::uint64_t size = 2 * sizing::kGi;
 };
 
 // enforce: patch training pods. audit: never patch; answer with what would be injected.
@@ -45,6 +65,7 @@ struct Config {
   Mode mode = Mode::kEnforce;
   SizingConfig sizing;
   SelectionConfig selection;
+  InferenceConfig inference;
 };
 
 

@@ -2,6 +2,7 @@
 #include "inject/command.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "base/text.h"
 #include "base/json_fields.h"
@@ -68,6 +69,25 @@ void add_script(const std::string& script, CommandLine proto, std::vector<Comman
   flush();
 }
 
+// torchrun's own options (underscores and dashes alike): args opening with one of them, and naming a
+// script, are torchrun's, run by an image whose entrypoint is torchrun (torchelastic's samples).
+bool is_torchrun_option(std::string_view word) {
+  static constexpr std::string_view kOptions[] = {
+      "--nnodes",       "--nproc-per-node", "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id",
+      "--rdzv-conf",    "--standalone",     "--max-restarts", "--monitor-interval", "--start-method",
+      "--node-rank",    "--master-addr",    "--master-port",  "--local-addr",    "--role",
+      "--log-dir",      "--redirects",      "--tee",          "--no-python",     "--run-path",
+  };
+  std::string name(word.substr(0, word.find('=')));
+  std::replace(name.begin(), name.end(), '_', '-');
+  return std::find(std::begin(kOptions), std::end(kOptions), name) != std::end(kOptions);
+}
+
+bool opens_with_torchrun_flag(const std::vector<std::string>& argv) {
+  if (argv.empty() || !is_torchrun_option(argv[0])) return false;
+  return std::any_of(argv.begin(), argv.end(), [](const std::string& w) { return w.ends_with(".py"); });
+}
+
 void add_container(const json& c, std::vector<CommandLine>& out) {
   std::vector<std::string> argv;
   std::size_t from_command = 0;
@@ -94,6 +114,7 @@ void add_container(const json& c, std::vector<CommandLine>& out) {
     }
   }
   proto.field = from_command > 0 ? "command" : "args";
+  proto.entrypoint_launcher = from_command == 0 && opens_with_torchrun_flag(argv);
   proto.words = unwrap(std::move(argv));
   if (!proto.words.empty()) out.push_back(std::move(proto));
 }
@@ -118,6 +139,7 @@ bool starts(const std::vector<std::string>& line, const Program& program, const 
 
 bool is_launcher_line(const CommandLine& l, const std::vector<std::vector<std::string>>& patterns) {
   if (l.words.empty()) return false;
+  if (l.entrypoint_launcher) return true;
   const Program program(l.words[0]);
   if (program.python) return true;
   return std::any_of(patterns.begin(), patterns.end(), [&](const auto& p) { return starts(l.words, program, p); });
@@ -127,16 +149,40 @@ struct Flag {
   std::string_view name;
   LoaderFlags::Value LoaderFlags::*field;
 };
+// Every spelling of the three DataLoader settings a command line passes: PyTorch's examples' own
+// (the ImageNet example's -j and -b among them, on Python and launcher lines only), and Hugging Face
+// Trainer's (per_device_train_batch_size is per process, as the formula's batch is).
 constexpr Flag kFlags[] = {
-    {"--batch-size", &LoaderFlags::batch_size},       {"--batch_size", &LoaderFlags::batch_size},
-    {"--num-workers", &LoaderFlags::num_workers},     {"--num_workers", &LoaderFlags::num_workers},
-    {"--workers", &LoaderFlags::num_workers},         {"--prefetch-factor", &LoaderFlags::prefetch_factor},
+    {"--batch-size", &LoaderFlags::batch_size},
+    {"--batch_size", &LoaderFlags::batch_size},
+    {"--per_device_train_batch_size", &LoaderFlags::batch_size},
+    {"--per-device-train-batch-size", &LoaderFlags::batch_size},
+    {"-b", &LoaderFlags::batch_size},
+    {"--num-workers", &LoaderFlags::num_workers},
+    {"--num_workers", &LoaderFlags::num_workers},
+    {"--workers", &LoaderFlags::num_workers},
+    {"--dataloader_num_workers", &LoaderFlags::num_workers},
+    {"--dataloader-num-workers", &LoaderFlags::num_workers},
+    {"-j", &LoaderFlags::num_workers},
+    {"--prefetch-factor", &LoaderFlags::prefetch_factor},
     {"--prefetch_factor", &LoaderFlags::prefetch_factor},
+    {"--dataloader_prefetch_factor", &LoaderFlags::prefetch_factor},
+    {"--dataloader-prefetch-factor", &LoaderFlags::prefetch_factor},
 };
+
+// `-j8`: argparse's short option with its value attached (digits only, so `-bind` is no `-b`).
+std::optional<std::string> short_flag_in(const std::vector<std::string>& words, std::size_t from, std::string_view flag) {
+  for (std::size_t i = from; i < words.size() && words[i] != kSeparator; ++i)
+    if (words[i].size() > 2 && words[i].starts_with(flag) &&
+        words[i].find_first_not_of("0123456789", 2) == std::string::npos)
+      return words[i].substr(2);
+  return std::nullopt;
+}
 
 // The value of `flag` on a command line, env references resolved.
 std::optional<std::string> flag_value(const CommandLine& l, std::string_view flag) {
-  auto v = flag_in(l.words, 1, flag);
+  auto v = flag_in(l.words, l.entrypoint_launcher ? 0 : 1, flag);
+  if (!v && flag.size() == 2) v = short_flag_in(l.words, l.entrypoint_launcher ? 0 : 1, flag);
   return v ? std::optional<std::string>(expand_env(*v, *l.container)) : std::nullopt;
 }
 
@@ -155,6 +201,17 @@ const std::vector<std::vector<std::string>>& split_patterns(const std::vector<st
 }
 
 }  // namespace
+
+bool runs_launcher_entrypoint(const json& container) {
+  const json* command = child(container, "command");
+  if (command && command->is_array() && !command->empty()) return false;
+  const json* args = child(container, "args");
+  if (!args || !args->is_array()) return false;
+  std::vector<std::string> argv;
+  for (const auto& a : *args)
+    if (a.is_string()) argv.push_back(a.get<std::string>());
+  return opens_with_torchrun_flag(argv);
+}
 
 std::string_view program_name(std::string_view word) {
   const auto slash = word.rfind('/');
@@ -191,35 +248,53 @@ std::vector<CommandLine> command_lines(const json& spec) {
   return out;
 }
 
-std::string expand_env(const std::string& raw, const json& container) {
+std::string env_reference(const std::string& raw) {
   std::string name;
   if (raw.size() > 3 && raw.starts_with("$(") && raw.back() == ')') name = raw.substr(2, raw.size() - 3);
   else if (raw.size() > 3 && raw.starts_with("${") && raw.back() == '}') name = raw.substr(2, raw.size() - 3);
   else if (raw.size() > 1 && raw[0] == '$') name = raw.substr(1);
-  if (name.empty()) return raw;
+  const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                          name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                              std::string::npos;
+  return identifier ? name : std::string();
+}
+
+std::optional<std::string> env_literal(const json& container, std::string_view name) {
   const json* env = child(container, "env");
-  if (!env || !env->is_array()) return raw;
+  if (!env || !env->is_array()) return std::nullopt;
   for (const auto& e : *env) {
+    if (str_field(e, "name") != name) continue;
     const json* v = child(e, "value");
-    if (v && v->is_string() && str_field(e, "name") == name) return v->get<std::string>();
+    // Users write `value: 4` in manifests (the API server wants a string; kubectl's YAML gives one).
+    if (v && v->is_string()) return v->get<std::string>();
+    if (v && (v->is_number_integer() || v->is_number_unsigned())) return v->dump();
+    return std::nullopt;
   }
-  return raw;
+  return std::nullopt;
+}
+
+std::string expand_env(const std::string& raw, const json& container) {
+  const std::string name = env_reference(raw);
+  if (name.empty()) return raw;
+  return env_literal(container, name).value_or(raw);
 }
 
 std::string launcher_rule(const std::vector<CommandLine>& lines, const std::vector<std::string>& launchers) {
   const auto& patterns = split_patterns(launchers);
   for (const auto& l : lines) {
     if (l.words.empty()) continue;
+    if (l.entrypoint_launcher) return "torchrun (image entrypoint) in " + l.field;
     const Program program(l.words[0]);
     for (std::size_t i = 0; i < patterns.size(); ++i)
       if (starts(l.words, program, patterns[i])) return printable(launchers[i], 60) + " in " + l.field;
   }
   for (const auto& l : lines) {
     if (!is_launcher_line(l, patterns)) continue;
-    for (std::string_view flag : {"--num-workers", "--num_workers", "--workers"}) {
-      auto v = flag_value(l, flag);
+    for (const auto& flag : kFlags) {
+      if (flag.field != &LoaderFlags::num_workers) continue;
+      auto v = flag_value(l, flag.name);
       auto n = v ? sizing::parse_count(*v) : std::nullopt;
-      if (n && *n > 0) return std::string(flag) + " " + std::to_string(*n) + " in " + l.field;
+      if (n && *n > 0) return std::string(flag.name) + " " + std::to_string(*n) + " in " + l.field;
     }
   }
   return "";
@@ -238,9 +313,14 @@ LoaderFlags loader_flags(const std::vector<CommandLine>& lines, const std::vecto
       if (auto n = sizing::parse_count(*v)) {
         f.*flag.field = {*n, std::string(flag.name) + " " + std::to_string(*n)};
         any = true;
-      } else {
-        f.warnings.push_back(std::string(flag.name) + " \"" + printable(*v) + "\" in container " + l.container_name +
-                             " is not a whole number; not used for sizing");
+      } else if (flag.name.size() > 2) {  // `python -b script.py`: Python's own -b, not a batch size
+        const std::string var = env_reference(*v);
+        f.warnings.push_back({std::string(flag.name) + " \"" + printable(*v) + "\" in container " + l.container_name +
+                                  (var.empty() ? " is not a whole number"
+                                               : " is the variable " + printable(var) +
+                                                     ", which the container's env does not set to a value") +
+                                  "; not used for sizing",
+                              std::string(flag.name)});
       }
     }
     if (any) break;

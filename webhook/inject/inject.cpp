@@ -219,7 +219,7 @@ void read_command_flags(const json& spec, const config::SelectionConfig& sel, si
   take(in.batch_size, f.batch_size);
   take(in.num_workers, f.num_workers);
   take(in.prefetch_factor, f.prefetch_factor);
-  for (const auto& w : f.warnings) r.warn(w);
+  for (const auto& w : f.warnings) r.warn(w.text, w.flag);
   if (!used.empty()) {
     std::string text = "from the command: ";
     for (std::size_t i = 0; i < used.size(); ++i) text += (i ? ", " : "") + used[i];
@@ -243,12 +243,14 @@ sizing::SizingInput read_sizing(const json* ann, const json& spec, const PodFact
   // comes from"); only the formula and the samples-in-flight hint use them, so only then is a
   // doubt about them worth a warning.
   if (in.explicit_size) return in;
-  auto procs = count_procs(spec, procs_annotation, opts.owner_procs);
+  auto procs = count_procs(spec, procs_annotation, opts.owner_procs, sel.accelerators);
   in.procs = procs.count;
   in.procs_source = std::move(procs.source);
   in.procs_unknown = std::move(procs.unresolved);
   if (in.batch_size && in.num_workers)
     for (auto& w : procs.warnings) r.warn(std::move(w));
+  else
+    for (auto& w : procs.notices) r.warn(std::move(w));
   return in;
 }
 
@@ -463,12 +465,38 @@ void inject(const json& pod, const config::Config& cfg, sizing::SizingResult s, 
 
 }  // namespace
 
+namespace {
+
+// A pod that says its DataLoaders load in the main process (0 workers) and runs one process puts
+// nothing through /dev/shm: no batches cross processes, no NCCL between ranks. An explicit opt-in
+// is still honoured.
+bool needs_no_shm(const sizing::SizingInput& in, const Recognition& rec) {
+  if (rec.because.starts_with("label shmguard.io/inject") || rec.because.starts_with("annotation shmguard.io/inject"))
+    return false;
+  return !in.explicit_size && in.num_workers == 0u && in.procs.value_or(1) == 1 && in.procs_unknown.empty();
+}
+
+// The sizing input of a serving pod with tensor parallel: the configured inference size.
+sizing::SizingInput inference_sizing(const Recognition& rec, const PodFacts& facts, const config::Config& cfg) {
+  sizing::SizingInput in;
+  in.inference_size = cfg.inference.size;
+  in.tensor_parallel = rec.tensor_parallel;
+  in.memory_limit = facts.memory_limit;
+  in.procs = rec.tensor_parallel;
+  in.procs_source = "tensor parallel";
+  in.notes.push_back("recognised by: " + rec.rule + "; " + std::to_string(rec.accelerators) + " accelerators");
+  return in;
+}
+
+}  // namespace
+
 InjectResult inject_pod(const json& pod, const config::Config& cfg, const InjectOptions& opts) {
   InjectResult r;
-  auto rec = recognize(pod, cfg.selection, opts.assume_training, opts.mpi_launcher);
+  auto rec = recognize(pod, cfg.selection,
+                       RecognizeOptions{.assume_training = opts.assume_training, .mpi_launcher = opts.mpi_launcher,
+                                        .owner_kind = opts.owner_kind, .inference = cfg.inference.enabled});
   r.because = rec.because;
-  const std::string command_rule = rec.command;
-  static_cast<Warnings&>(r) = std::move(rec);
+  static_cast<Warnings&>(r) = Warnings{std::move(rec.warnings)};
   auto skip = [&r](const char* reason, std::string summary) {
     r.reason = reason;
     r.summary = std::move(summary);
@@ -477,8 +505,11 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   switch (rec.verdict) {
     case Verdict::kOptedOut: return skip("opted-out", "skipped: " + rec.because);
     case Verdict::kHostIPC: return skip("host-ipc", "skipped: hostIPC uses the node's /dev/shm");
-    case Verdict::kNotTraining: return skip("not-training", "skipped: not a training pod");
-    case Verdict::kTraining: break;
+    case Verdict::kNotTraining:
+      return skip("not-training", rec.not_pytorch_kind.empty() ? "skipped: not a training pod"
+                                                               : "skipped: not PyTorch (" + rec.not_pytorch_kind + ")");
+    case Verdict::kTraining:
+    case Verdict::kInference: break;
   }
   const json* meta = object_at(pod, "metadata");
   const json* ann = meta ? object_at(*meta, "annotations") : nullptr;
@@ -488,12 +519,21 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
     r.warn("shmguard left the pod unchanged: " + facts.invalid);
     return skip("invalid-pod", "skipped: " + facts.invalid);
   }
-  auto in = read_sizing(ann, *spec, facts, opts, cfg.selection, r);
-  if (!command_rule.empty()) in.notes.push_back("recognised by: " + command_rule);
+  const bool users_own = !facts.owned_volume && facts.shm_volume_mount;
+  sizing::SizingInput in;
+  if (rec.verdict == Verdict::kInference) {
+    in = inference_sizing(rec, facts, cfg);
+  } else {
+    in = read_sizing(ann, *spec, facts, opts, cfg.selection, r);
+    in.notes.push_back("recognised by: " + rec.rule);
+    if (!facts.owned_volume && !users_own && needs_no_shm(in, rec)) {
+      r.sizing = sizing::compute_size(in, cfg.sizing);
+      return skip("none-needed", "ok: none needed (0 DataLoader workers, 1 process)");
+    }
+  }
   // One size for whichever branch follows: shmguard's volume and a new one are always sized; a
   // user's own /dev/shm only when something gives a size to compare it with. The formula's
   // warnings (memory limit, samples in flight) reach the user whichever branch it is.
-  const bool users_own = !facts.owned_volume && facts.shm_volume_mount;
   std::optional<sizing::SizingResult> s;
   if (!users_own || has_sizing_hints(in)) {
     s = sizing::compute_size(in, cfg.sizing);

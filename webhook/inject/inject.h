@@ -30,12 +30,13 @@ struct InjectOptions {
   bool assume_training = false;  // Kubeflow templates offline: the operator labels pods later
   std::optional<OwnerProcs> owner_procs;  // offline: the owner's nprocPerNode / numProcPerNode
   bool mpi_launcher = false;  // offline: an MPIJob's Launcher template (the operator labels the pod later)
+  std::string owner_kind;     // offline: the kind owning the template ("PyTorchJob", "JAXJob")
 };
 
 struct InjectResult : Warnings {  // warnings: recognition's, then the sizing's
   Action action = Action::kSkipped;
   // Stable machine-readable reason: injected, stale, refreshed, opted-out, host-ipc, not-training,
-  // already-injected, user-managed, invalid-pod.
+  // already-injected, user-managed, invalid-pod, none-needed.
   std::string reason;
   std::string because;                        // why it was recognised (or not)
   std::optional<sizing::SizingResult> sizing; // when a size was computed

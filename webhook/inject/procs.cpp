@@ -67,24 +67,27 @@ const LauncherProcs* launcher_of(const std::string& word) {
   return nullptr;
 }
 
-// The first of `flags` given after words[i] in the same simple command, and its value.
-std::optional<std::pair<std::string_view, std::string>> flag_after(const std::vector<std::string>& words, std::size_t i,
-                                                                   const std::vector<std::string_view>& flags) {
+// The first of `flags` given from words[from] on in the same simple command, and its value.
+std::optional<std::pair<std::string_view, std::string>> flag_from(const std::vector<std::string>& words, std::size_t from,
+                                                                  const std::vector<std::string_view>& flags) {
   for (std::string_view flag : flags)
-    if (auto v = flag_in(words, i + 1, flag)) return {{flag, std::move(*v)}};
+    if (auto v = flag_in(words, from, flag)) return {{flag, std::move(*v)}};
   return std::nullopt;
 }
 
-// The process count a launcher in `words` is given, as a candidate.
+// The process count a launcher in `words` is given, as a candidate. An args-only container whose
+// image entrypoint is torchrun (its args open with torchrun's flags) counts as starting with it.
 std::optional<Candidate> launcher_flag(const std::vector<std::string>& words, const json& container) {
+  const bool entrypoint = runs_launcher_entrypoint(container);
   for (std::size_t i = 0; i < words.size(); ++i) {
-    const LauncherProcs* l = launcher_of(words[i]);
+    const LauncherProcs* l = i == 0 && entrypoint ? &launcher_table().front() : launcher_of(words[i]);
     if (!l) continue;
-    auto count = flag_after(words, i, l->flags);
+    const std::size_t from = i == 0 && entrypoint ? 0 : i + 1;
+    auto count = flag_from(words, from, l->flags);
     if (!count) continue;
     std::string raw = expand_env(count->second, container);
     std::string source = std::string(l->name) + " " + std::string(count->first);
-    if (auto machines = l->divisor.empty() ? std::nullopt : flag_after(words, i, l->divisor)) {
+    if (auto machines = l->divisor.empty() ? std::nullopt : flag_from(words, from, l->divisor)) {
       auto n = sizing::parse_count(raw);
       auto m = sizing::parse_count(expand_env(machines->second, container));
       source += " / " + std::string(machines->first);
@@ -102,7 +105,7 @@ std::vector<std::string> command_words(const json& container) {
   for (const char* field : {"command", "args"})
     if (const json* list = child(container, field); list && list->is_array())
       for (const auto& item : *list)
-        for (const char* name : {"torch", "dlrover", "accelerate", "deepspeed"})
+        for (const char* name : {"torch", "dlrover", "accelerate", "deepspeed", "nproc"})
           any = any || (item.is_string() && item.get_ref<const std::string&>().find(name) != std::string::npos);
   if (!any) return words;
   for (const char* field : {"command", "args"}) {
@@ -124,36 +127,48 @@ std::optional<Candidate> env_value(const json& container) {
   if (!env || !env->is_array()) return std::nullopt;
   for (const auto& e : *env) {
     if (str_field(e, "name") != kProcsEnv) continue;
-    const json* v = child(e, "value");
-    const bool value_from = !(v && v->is_string()) && child(e, "valueFrom");
-    std::string raw = v && v->is_string() ? expand_env(v->get<std::string>(), container)
-                      : value_from          ? "(valueFrom)"
-                                            : "";
+    const auto literal = env_literal(container, kProcsEnv);
+    const bool value_from = !literal && child(e, "valueFrom");
+    std::string raw = literal ? expand_env(*literal, container) : value_from ? "(valueFrom)" : "";
     return Candidate{std::string(kProcsEnv), " in container " + container_name(container), raw, 0, value_from};
   }
   return std::nullopt;
 }
 
-struct Gpus {
-  std::uint64_t count = 0;
-  std::string invalid;  // a limit that is not a number, with its container
-};
+bool is_accelerator(std::string_view resource, const std::vector<std::string>& accelerators) {
+  return std::any_of(accelerators.begin(), accelerators.end(),
+                     [&](const std::string& g) { return glob_match(g, resource); });
+}
 
-Gpus gpu_limit(const json& spec) {
-  Gpus g;
+}  // namespace
+
+AcceleratorCount accelerator_limit(const json& spec, const std::vector<std::string>& accelerators) {
+  AcceleratorCount g;
   const json* containers = child(spec, "containers");
   if (!containers || !containers->is_array()) return g;
   for (const auto& c : *containers) {
     const json* res = object_at(c, "resources");
     const json* lim = res ? object_at(*res, "limits") : nullptr;
-    auto raw = lim ? value_text(*lim, "nvidia.com/gpu") : std::nullopt;
-    if (!raw) continue;
-    auto n = sizing::parse_count(*raw);
-    if (n) g.count += std::min<std::uint64_t>(*n, kMaxProcs);
-    else if (g.invalid.empty()) g.invalid = in_quotes(*raw) + " in container " + container_name(c);
+    if (!lim) continue;
+    for (const auto& [name, value] : lim->items()) {
+      if (!is_accelerator(name, accelerators)) continue;
+      auto raw = value_text(*lim, name);
+      auto n = raw ? sizing::parse_count(*raw) : std::nullopt;
+      if (!n) {
+        if (g.invalid.empty()) g.invalid = name + " limit " + in_quotes(raw.value_or("?")) + " in container " + container_name(c);
+        continue;
+      }
+      if (*n == 0) continue;
+      g.count = std::min<std::uint64_t>(g.count + *n, kMaxProcs);
+      g.resource = g.resource.empty() || g.resource == name ? name : "accelerator";
+    }
   }
   return g;
 }
+
+namespace {
+
+using Gpus = AcceleratorCount;
 
 // A candidate's value as a count; nullopt with `why` when it gives none here.
 std::optional<std::uint64_t> resolve(const Candidate& cand, std::uint64_t gpus, std::string& why) {
@@ -168,7 +183,11 @@ std::optional<std::uint64_t> resolve(const Candidate& cand, std::uint64_t gpus, 
     return std::nullopt;
   }
   if ((raw == "gpu" || raw == "auto") && gpus > 0) return gpus;
-  if (raw == "gpu") why = "means one process per GPU, and the pod has no nvidia.com/gpu limit";
+  if (auto name = env_reference(raw); !name.empty()) {
+    why = "is the variable " + printable(name) + ", which the container's env does not set to a value";
+    return std::nullopt;
+  }
+  if (raw == "gpu") why = "means one process per GPU, and the pod has no accelerator limit";
   else if (raw == "cpu") why = "means one process per CPU of the node, whatever its GPUs: unknown at admission";
   else if (raw == "auto") why = "on a pod without GPUs means one process per CPU of the node, unknown at admission";
   else why = "is not a number";
@@ -238,9 +257,9 @@ std::vector<std::string> shell_words(std::string_view s) {
 }
 
 ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation,
-                       const std::optional<OwnerProcs>& owner) {
+                       const std::optional<OwnerProcs>& owner, const std::vector<std::string>& accelerators) {
   ProcsCount r;
-  const Gpus gpus = gpu_limit(spec);
+  const Gpus gpus = accelerator_limit(spec, accelerators);
   std::vector<Candidate> candidates;
   const json* containers = child(spec, "containers");
   if (containers && containers->is_array()) {
@@ -250,7 +269,7 @@ ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation
       if (auto e = env_value(c)) candidates.push_back(std::move(*e));
   }
   if (owner) candidates.push_back({owner->field, "", owner->value, owner->gpus});
-  if (gpus.count > 0) candidates.push_back({"nvidia.com/gpu limit", "", std::to_string(gpus.count)});
+  if (gpus.count > 0) candidates.push_back({gpus.resource + " limit", "", std::to_string(gpus.count)});
 
   if (annotation) {
     r.count = *annotation;
@@ -275,12 +294,13 @@ ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation
     }
     r.warnings.push_back(cand.source + " \"" + printable(cand.raw) + "\"" + cand.where + " " + why +
                          "; set " + std::string(kProcsKey));
+    // An unset variable is never a silent fallback: said whatever the size depends on.
+    if (!env_reference(cand.raw).empty()) r.notices.push_back(r.warnings.back());
     r.unresolved.push_back(cand.source + " \"" + printable(cand.raw) + "\"");
   }
   if (r.source.empty() && !gpus.invalid.empty()) {
-    r.warnings.push_back("nvidia.com/gpu limit " + gpus.invalid +
-                         " is not a number; procs unknown, set " + std::string(kProcsKey));
-    r.unresolved.push_back("nvidia.com/gpu limit " + gpus.invalid.substr(0, gpus.invalid.find(" in container")));
+    r.warnings.push_back(gpus.invalid + " is not a number; procs unknown, set " + std::string(kProcsKey));
+    r.unresolved.push_back(gpus.invalid.substr(0, gpus.invalid.find(" in container")));
   }
   return r;
 }

@@ -29,16 +29,26 @@ struct ProcsCount {
   std::string source;  // "" for the default of 1; else what gave the count, as the sizing text names it
   std::vector<std::string> warnings;
   std::vector<std::string> unresolved;  // sources that said something unusable, for the sizing text
+  std::vector<std::string> notices;     // warnings given whatever the size depends on (an unset variable)
 };
+
+// The accelerators a pod's regular containers ask for: the limits of every resource matching one
+// of `accelerators` (globs: "nvidia.com/gpu", "nvidia.com/*", "amd.com/gpu"), summed.
+struct AcceleratorCount {
+  std::uint64_t count = 0;
+  std::string resource;  // what was counted ("nvidia.com/a40"); "accelerator" when several names
+  std::string invalid;   // "nvidia.com/gpu limit \"x\" in container c": a limit that is not a number
+};
+AcceleratorCount accelerator_limit(const nlohmann::json& spec, const std::vector<std::string>& accelerators);
 
 // `annotation`: shmguard.io/procs-per-pod when it holds a valid count (it wins). Then, first that
 // gives a number: a torchrun / torch.distributed.run / torch.distributed.launch --nproc_per_node
 // in a regular container's command or args (torchrun lets its flag override the env), the
-// container's PET_NPROC_PER_NODE env, `owner`, the nvidia.com/gpu limit, 1. "gpu" and "auto" mean
+// container's PET_NPROC_PER_NODE env, `owner`, the accelerator limits, 1. "gpu" and "auto" mean
 // the GPU limit; "auto" and "cpu" on a CPU-only pod, placeholders and valueFrom are unknown here:
 // warned, never a silent 1. A lower source asking for more processes than the chosen one is warned.
 ProcsCount count_procs(const nlohmann::json& spec, std::optional<std::uint64_t> annotation,
-                       const std::optional<OwnerProcs>& owner);
+                       const std::optional<OwnerProcs>& owner, const std::vector<std::string>& accelerators);
 
 // Words of a shell command line: quotes and backslashes resolved, `;`, `&&`, `||`, `|`, `&` and
 // line ends as the separator word ";", comments dropped. Enough to find a launcher's flags.

@@ -2,6 +2,8 @@
 #include "inject/recognize.h"
 
 #include "inject/command.h"
+#include "inject/procs.h"
+#include "inject/serving.h"
 #include "base/json_fields.h"
 #include "base/text.h"
 
@@ -20,8 +22,7 @@ Tri bool_value(const json* map, std::string_view key, std::string& raw) {
   auto text = map ? value_text(*map, key) : std::nullopt;
   if (!text) return Tri::kUnset;
   raw = *text;
-  std::string v;
-  for (char c : raw) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string v = lowercase(raw);
   if (v == "true") return Tri::kTrue;
   if (v == "false") return Tri::kFalse;
   return Tri::kInvalid;
@@ -87,8 +88,14 @@ std::string recognition_help(const config::SelectionConfig& cfg) {
          "  labels (labelKeys)     " + list(cfg.label_keys) + "\n"
          "  images (imageGlobs)    " + list(cfg.image_globs) + "\n"
          "  commands (commands)    " + list(cfg.commands) + ";\n"
-         "                         or a Python command line with --num-workers/--num_workers/--workers above 0\n"
-         "  not an MPI launcher that only runs mpirun/mpiexec/horovodrun\n";
+         "                         or a Python command line with --num-workers/--num_workers/--workers,\n"
+         "                         --dataloader_num_workers or -j above 0; args that start with launcher flags\n"
+         "  not serving (servingNames) " + list(cfg.serving_names) + "\n"
+         "  not an MPI launcher that only runs mpirun/mpiexec/horovodrun\n"
+         "  not a TFJob/JAXJob/XGBoostJob/PaddleJob/MXJob unless an image, command or annotation says PyTorch\n"
+         "  none needed: 0 DataLoader workers and 1 process\n"
+         "Procs from accelerators (accelerators) " + list(cfg.accelerators) + "\n"
+         "Inference (config inference.*): vllm/sglang/TGI with tensor parallel N > 1 and N accelerators\n";
 }
 
 std::string image_repository(std::string_view image) {
@@ -146,10 +153,7 @@ std::string mpi_launcher_rule(const json* labels, const json* spec, const config
   if (!spec) return "";
   if (!mpi_launcher && labels) {
     for (const char* key : {"training.kubeflow.org/job-role", "training.kubeflow.org/replica-type"}) {
-      auto v = value_text(*labels, key);
-      std::string lower;
-      for (char c : v.value_or("")) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      mpi_launcher = mpi_launcher || lower == "launcher";
+      mpi_launcher = mpi_launcher || lowercase(value_text(*labels, key).value_or("")) == "launcher";
     }
   }
   if (!mpi_launcher || !runs_only_mpi(command_lines(*spec), cfg.commands)) return "";
@@ -158,13 +162,59 @@ std::string mpi_launcher_rule(const json* labels, const json* spec, const config
 
 }  // namespace
 
-Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool assume_training, bool mpi_launcher) {
-  Recognition r;
-  const json* meta = object_at(pod, "metadata");
-  const json* labels = meta ? object_at(*meta, "labels") : nullptr;
-  const json* annotations = meta ? object_at(*meta, "annotations") : nullptr;
-  const json* spec = object_at(pod, "spec");
+bool is_non_pytorch_kubeflow_kind(std::string_view kind) {
+  return kind == "TFJob" || kind == "JAXJob" || kind == "XGBoostJob" || kind == "PaddleJob" || kind == "MXJob";
+}
 
+namespace {
+
+// The Kubeflow kind a pod belongs to when it is one that is not PyTorch: offline the owner's kind,
+// in the cluster the controller ownerReference (kubeflow.org) or the operator-name label
+// ("tfjob-controller") the training operator puts on its pods.
+std::string not_pytorch_kind(const json* meta, const json* labels, const std::string& owner_kind) {
+  if (is_non_pytorch_kubeflow_kind(owner_kind)) return owner_kind;
+  if (const json* refs = meta ? child(*meta, "ownerReferences") : nullptr; refs && refs->is_array())
+    for (const auto& ref : *refs) {
+      const std::string kind = str_field(ref, "kind");
+      if (str_field(ref, "apiVersion").starts_with("kubeflow.org/") && is_non_pytorch_kubeflow_kind(kind)) return kind;
+    }
+  if (auto op = labels ? value_text(*labels, "training.kubeflow.org/operator-name") : std::nullopt)
+    for (std::string_view kind : {"TFJob", "JAXJob", "XGBoostJob", "PaddleJob", "MXJob"})
+      if (lowercase(*op) == lowercase(kind) + "-controller") return std::string(kind);
+  return "";
+}
+
+// The verdict and why; a training pod's rule is the command when rule 6 decided. Always true.
+bool decide(Recognition& r, Verdict v, std::string because) {
+  r.verdict = v;
+  r.because = std::move(because);
+  if (v == Verdict::kTraining) r.rule = r.command.empty() ? r.because : r.command;
+  return true;
+}
+
+// Inference with tensor parallel: a serving command line's degree N > 1, and N accelerators.
+bool inference_rule(const json& spec, const std::vector<CommandLine>& lines, const config::SelectionConfig& cfg,
+                    Recognition& r) {
+  auto tp = tensor_parallel(spec, lines, cfg.serving_names);
+  if (!tp || tp->degree < 2) return false;
+  const auto acc = accelerator_limit(spec, cfg.accelerators);
+  if (acc.count < tp->degree) return false;  // ranks on other pods (or CPUs): no NCCL SHM in this one
+  r.verdict = Verdict::kInference;
+  r.rule = tp->as_written;
+  r.because = "inference " + tp->as_written;
+  r.tensor_parallel = tp->degree;
+  r.accelerators = acc.count;
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Rules 1-3: what the pod itself says (opt-out, hostIPC, opt-in, an MPI launcher, a sizing
+// annotation). True when one of them decided.
+bool explicit_rules(Recognition& r, const json* labels, const json* annotations, const json* spec,
+                    const config::SelectionConfig& cfg, bool mpi_launcher) {
   std::string label_raw, ann_raw;
   const Tri label_inject = bool_value(labels, kInjectKey, label_raw);
   const Tri ann_inject = bool_value(annotations, kInjectKey, ann_raw);
@@ -173,36 +223,71 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, bool 
   if (ann_inject == Tri::kInvalid)
     r.warn("annotation shmguard.io/inject \"" + printable(ann_raw) + "\" is not true or false; ignored", kInjectKey);
   if (annotations) warn_unknown_keys(*annotations, r);
-
-  auto decide = [&r](Verdict v, std::string because) {
-    r.verdict = v;
-    r.because = std::move(because);
-    return r;
-  };
   // 1. Opt-out wins over everything. 2. hostIPC pods share the node's /dev/shm.
-  if (label_inject == Tri::kFalse) return decide(Verdict::kOptedOut, "label shmguard.io/inject=false");
-  if (ann_inject == Tri::kFalse) return decide(Verdict::kOptedOut, "annotation shmguard.io/inject=false");
+  if (label_inject == Tri::kFalse) return decide(r, Verdict::kOptedOut, "label shmguard.io/inject=false");
+  if (ann_inject == Tri::kFalse) return decide(r, Verdict::kOptedOut, "annotation shmguard.io/inject=false");
   if (const json* ipc = spec ? child(*spec, "hostIPC") : nullptr; ipc && ipc->is_boolean() && ipc->get<bool>())
-    return decide(Verdict::kHostIPC, "hostIPC: true");
+    return decide(r, Verdict::kHostIPC, "hostIPC: true");
   // 3. Explicit opt-in or any sizing annotation; then templates known to be training pods.
-  if (label_inject == Tri::kTrue) return decide(Verdict::kTraining, "label shmguard.io/inject=true");
-  if (ann_inject == Tri::kTrue) return decide(Verdict::kTraining, "annotation shmguard.io/inject=true");
+  if (label_inject == Tri::kTrue) return decide(r, Verdict::kTraining, "label shmguard.io/inject=true");
+  if (ann_inject == Tri::kTrue) return decide(r, Verdict::kTraining, "annotation shmguard.io/inject=true");
   // Whatever else is said: an MPI launcher only starts the ranks.
   if (auto why = mpi_launcher_rule(labels, spec, cfg, mpi_launcher); !why.empty())
-    return decide(Verdict::kNotTraining, why);
-  if (auto why = sizing_annotation(annotations); !why.empty()) return decide(Verdict::kTraining, why);
-  if (assume_training) return decide(Verdict::kTraining, "template of a training job");
-  // 4. Configured labels. 5. Image globs.
-  if (auto why = label_rule(labels, cfg); !why.empty()) return decide(Verdict::kTraining, why);
-  if (auto why = image_rule(spec, cfg); !why.empty()) return decide(Verdict::kTraining, why);
-  // 6. What it runs: a PyTorch launcher or trainer, or Python with DataLoader workers.
-  if (spec) {
-    if (auto why = launcher_rule(command_lines(*spec), cfg.commands); !why.empty()) {
-      r.command = why;
-      return decide(Verdict::kTraining, "command " + why);
+    return decide(r, Verdict::kNotTraining, why);
+  if (auto why = sizing_annotation(annotations); !why.empty()) return decide(r, Verdict::kTraining, why);
+  return false;
+}
+
+// A training job's template offline: the operator labels the pods it makes, and the sizing text
+// names the rule the webhook will see on them (the job-name label when it is configured).
+void operator_template(Recognition& r, const json* labels, const config::SelectionConfig& cfg,
+                       const std::string& owner_kind) {
+  decide(r, Verdict::kTraining, "template of a training job" + (owner_kind.empty() ? "" : " (" + owner_kind + ")"));
+  json with = labels ? *labels : json::object();
+  if (!with.contains(kOperatorJobLabel)) with[std::string(kOperatorJobLabel)] = "job";
+  if (auto rule = label_rule(&with, cfg); !rule.empty()) r.rule = std::move(rule);
+}
+
+}  // namespace
+
+Recognition recognize(const json& pod, const config::SelectionConfig& cfg, const RecognizeOptions& opts) {
+  Recognition r;
+  const json* meta = object_at(pod, "metadata");
+  const json* labels = meta ? object_at(*meta, "labels") : nullptr;
+  const json* annotations = meta ? object_at(*meta, "annotations") : nullptr;
+  const json* spec = object_at(pod, "spec");
+  auto decided = [&r](Verdict v, std::string because) {
+    decide(r, v, std::move(because));
+    return r;
+  };
+  if (explicit_rules(r, labels, annotations, spec, cfg, opts.mpi_launcher)) return r;
+  // A TFJob's or JAXJob's pods carry the same operator labels as a PyTorchJob's: only an image or
+  // a command below says PyTorch for them.
+  const std::string other_kind = not_pytorch_kind(meta, labels, opts.owner_kind);
+  if (other_kind.empty()) {
+    if (opts.assume_training) {
+      operator_template(r, labels, cfg, opts.owner_kind);
+      return r;
     }
+    // 4. Configured labels.
+    if (auto why = label_rule(labels, cfg); !why.empty()) return decided(Verdict::kTraining, why);
   }
-  return decide(Verdict::kNotTraining, "no training label, annotation, image or command");
+  const auto lines = spec ? command_lines(*spec) : std::vector<CommandLine>{};
+  // 5. Image globs, unless the pod serves (pytorch/torchserve is an inference server).
+  const std::string serving = spec ? serving_name(*spec, lines, cfg.serving_names) : "";
+  if (serving.empty())
+    if (auto why = image_rule(spec, cfg); !why.empty()) return decided(Verdict::kTraining, why);
+  // 6. What it runs: a PyTorch launcher or trainer, or Python with DataLoader workers.
+  if (auto why = launcher_rule(lines, cfg.commands); !why.empty() && serving.empty()) {
+    r.command = why;
+    return decided(Verdict::kTraining, "command " + why);
+  }
+  if (opts.inference && spec && !serving.empty() && inference_rule(*spec, lines, cfg, r)) return r;
+  if (!other_kind.empty()) {
+    r.not_pytorch_kind = other_kind;
+    return decided(Verdict::kNotTraining, other_kind + ", and no PyTorch image, command or annotation");
+  }
+  return decided(Verdict::kNotTraining, "no training label, annotation, image or command");
 }
 
 }  // namespace shmguard::inject

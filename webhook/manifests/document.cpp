@@ -10,6 +10,7 @@
 #include "manifests/edit_plan.h"
 #include "manifests/read_back.h"
 #include "manifests/surgical.h"
+#include "manifests/trainjob.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::manifests {
@@ -126,6 +127,7 @@ std::string TemplateReport::summary_planned() const {
 
 std::string TemplateReport::summary_done() const {
   const auto& r = result;
+  if (r.mutated() && !not_written.empty()) return "not written: " + summary_planned() + " (" + not_written + ")";
   if (r.action == inject::Action::kInjected) return "injected " + sizing::format_quantity(r.size());
   if (r.action == inject::Action::kUpdated && r.stale)
     return "updated to " + sizing::format_quantity(r.size()) + " (was " + r.summary + ")";
@@ -188,10 +190,16 @@ DocumentOutcome DocumentWorker::run_parsed(const std::string& file, int index, c
 // The templates' reports, and the document's text as it is to be written. Only the templates
 // become JSON, for the engine: the rest of the document is searched as a tree.
 Status DocumentWorker::analyze(const Place& at, int index, DocumentOutcome& out) {
+  for (const YamlNode* rt : find_runtimes(ydoc_.root)) {
+    auto obj = to_json(rt, node_budget_);
+    if (!obj) return Failure{at(obj.line()) + ": " + obj.error()};
+    std::string name = trainjob::runtime_name(*obj);
+    out.runtimes.emplace_back(std::move(name), std::move(*obj));
+  }
   for (const auto& ref : find_templates(ydoc_.root)) {
     auto tmpl = to_json(ref.node, node_budget_);
     if (!tmpl) return Failure{at(tmpl.line()) + ": " + tmpl.error()};  // the document converted within this budget
-    out.reports.push_back(report_template(at, index, ref, *tmpl));
+    out.reports.push_back(report_template(at, index, ref, *tmpl, out.runtimes));
   }
   return write(at, out);
 }
@@ -208,39 +216,12 @@ Status DocumentWorker::write(const Place& at, DocumentOutcome& out) {
     return refused;
   }
   const bool changed =
-      std::any_of(out.reports.begin(), out.reports.end(), [](const auto& r) { return r.result.mutated(); });
+      std::any_of(out.reports.begin(), out.reports.end(), [](const auto& r) { return r.written(); });
   return changed ? write_changed(at, out) : write_unchanged(at, out);
 }
 
-// The engine's call on one template, with where it is in the file.
-TemplateReport DocumentWorker::report_template(const Place& at, int index, const TemplateRef& ref,
-                                               const json& tmpl) const {
-  TemplateReport rep;
-  rep.file = at.file;
-  rep.document = index;
-  const YamlNode* tnode = ref.node;
-  rep.line = at.raw.first_line + tnode->line - 1;
-  rep.ref = ref;
-  rep.ref.node = nullptr;  // the document does not outlive this worker's turn
-  // A shmguard.io/ annotation the API server would refuse (a number or bool) is a finding, and is
-  // not sized by: the pod that reaches a cluster cannot carry it.
-  json accepted;
-  const json* md = object_at(tmpl, "metadata");
-  const json* ann = md ? object_at(*md, "annotations") : nullptr;
-  if (ann && std::any_of(ann->items().begin(), ann->items().end(), [](const auto& kv) {
-        return kv.key().starts_with("shmguard.io/") && (kv.value().is_number() || kv.value().is_boolean());
-      })) {
-    accepted = tmpl;
-    json& a = accepted["metadata"]["annotations"];
-    for (auto it = a.begin(); it != a.end();)
-      it = it.key().starts_with("shmguard.io/") && (it->is_number() || it->is_boolean()) ? a.erase(it) : std::next(it);
-  }
-  rep.result = inject::inject_pod(accepted.is_null() ? tmpl : accepted, cfg_,
-                                  {.assume_training = ref.training_kind, .owner_procs = ref.owner_procs,
-                                   .mpi_launcher = ref.mpi_launcher});
-  if (opts_.keep_objects) rep.object = tmpl;
-  check_annotation_types(tmpl, rep, at.raw.first_line);
-  place_warnings(rep, at.raw.first_line);
+// Keys written twice within the template, each at its own line.
+void DocumentWorker::note_repeats(const Place& at, const YamlNode* tnode, TemplateReport& rep) const {
   Repeats dups;
   if (ydoc_.has_aliases) {
     std::size_t budget = node_budget_;
@@ -252,38 +233,6 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
   }
   for (auto& [line, msg] : dups)  // the line is the repeat's own, not an annotation's
     rep.result.warnings.push_back({std::move(msg), "", at.raw.first_line + line - 1});
-  return rep;
-}
-
-int DocumentWorker::annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const {
-  const YamlNode* ann = resolve(ydoc_.root, rep.ref.pointer + "/metadata/annotations");
-  if (ann && !key.empty() && ann->kind == YamlNode::Kind::kMap) {
-    for (const auto& [k, v] : ann->pairs)
-      if (k->kind == YamlNode::Kind::kScalar && k->value == key) return first_line + k->line - 1;
-  }
-  return rep.line;
-}
-
-// Each warning at the line of the annotation it is about, else the template's.
-void DocumentWorker::place_warnings(TemplateReport& rep, int first_line) const {
-  for (auto& w : rep.result.warnings) w.line = annotation_line(rep, w.about, first_line);
-}
-
-// Annotation values must be strings; YAML reads `64` and `true` as a number and a bool, and the
-// API server refuses the object. A shmguard.io one is a finding (and was left out of the sizing),
-// any other a warning.
-void DocumentWorker::check_annotation_types(const json& tmpl, TemplateReport& rep, int first_line) const {
-  const json* md = object_at(tmpl, "metadata");
-  const json* ann = md ? object_at(*md, "annotations") : nullptr;
-  if (!ann) return;
-  for (const auto& [key, value] : ann->items()) {
-    if (!value.is_number() && !value.is_boolean()) continue;
-    std::string msg = "annotation " + printable(key, 80) + ": " + value.dump() + " is " +
-                      (value.is_boolean() ? "a bool" : "a number") +
-                      "; kubectl would reject it (annotation values must be strings): quote it";
-    if (key.starts_with("shmguard.io/")) rep.rejected.push_back({std::move(msg), key, annotation_line(rep, key, first_line)});
-    else rep.result.warn(std::move(msg), key);
-  }
 }
 
 // The tree as one JSON object.
@@ -306,7 +255,7 @@ namespace {
 std::vector<TemplatePatch> template_patches(const std::vector<TemplateReport>& reports) {
   std::vector<TemplatePatch> patches;
   for (const auto& rep : reports)
-    if (rep.result.mutated()) patches.push_back({rep.ref.pointer, &rep.result.patch});
+    if (rep.written()) patches.push_back({rep.ref.pointer, &rep.result.patch});
   return patches;
 }
 
@@ -383,14 +332,14 @@ Status DocumentWorker::write_changed(const Place& at, DocumentOutcome& out) {
         return Failure{at(edit.line()) + ": " + edit.error() +
                                "; nothing was written (--allow-reformat re-emits the document with the anchor expanded)"};
       const auto first = std::find_if(out.reports.begin(), out.reports.end(),
-                                      [](const TemplateReport& r) { return r.result.mutated(); });
+                                      [](const TemplateReport& r) { return r.written(); });
       const int line = first == out.reports.end() ? 0 : first->line - at.raw.first_line + 1;
       return Failure{at(line) + ": cannot edit the document in place (" + edit.error() +
                              "); nothing was written (--allow-reformat re-emits the document: comments and layout lost)"};
     }
     const std::string why = anchor ? edit.error() + " at " + at(edit.line()) : edit.error();
     for (auto& rep : out.reports)
-      if (rep.result.mutated()) rep.reemitted_because = why;
+      if (rep.written()) rep.reemitted_because = why;
   }
   return reemit(at, out);
 }

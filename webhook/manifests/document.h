@@ -5,6 +5,7 @@
 // per thread.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "base/result.h"
 #include "config/config.h"
 #include "inject/inject.h"
+#include "manifests/places.h"
 #include "manifests/templates.h"
 #include "manifests/yaml_doc.h"
 
@@ -31,14 +33,33 @@ struct TemplateReport {
   // placed at their lines. The webhook never sees these (the API server refuses them first).
   std::vector<inject::Warning> rejected;
   std::string reemitted_because;   // why the document was re-emitted instead of edited in place
-  nlohmann::json object;           // the template itself, with keep_objects
+  nlohmann::json object;           // the template itself, with keep_objects (a TrainJob: the TrainJob)
+  // Why a template the engine would change is not written: a TrainJob (no template to write),
+  // an Argo edit with no place in the template. Its patch is then empty.
+  std::string not_written;
+  // A TrainJob's object and places, kept to judge it again when its runtime comes in a later
+  // document (OfflineRunner); `runtime_seen` once judged with it.
+  struct TrainJobSource {
+    nlohmann::json object;
+    Places places;
+    bool runtime_seen = false;
+  };
+  std::shared_ptr<TrainJobSource> trainjob;
 
   // The engine's summary as `check` words it, before anything is written: "would inject 12Gi",
   // "ok", "too small: has 1Gi, needs 12Gi", "skipped: ...".
   std::string summary_planned() const;
-  // The same as `mutate` words it, once written: "injected 12Gi", "updated to 12Gi (was ...)".
+  // The same as `mutate` words it, once written: "injected 12Gi", "updated to 12Gi (was ...)";
+  // "not written: would inject 8Gi (why)" for what was not.
   std::string summary_done() const;
+  // The engine's change is in the output.
+  bool written() const { return result.mutated() && not_written.empty(); }
 };
+
+// Judges a TrainJob's report (`rep.trainjob` set) by the engine: its trainer pod built from
+// `runtime` (the runtime object, or null when the input does not hold it: then a warning names
+// it), warnings placed, nothing to write.
+void judge_trainjob(TemplateReport& rep, const nlohmann::json& runtime, const config::Config& cfg);
 
 struct DocumentOptions {
   OutputFormat format = OutputFormat::kYaml;
@@ -54,6 +75,9 @@ struct DocumentOutcome {
   // that scalar stripped ("|-"), to be written when another document follows it.
   std::optional<std::string> text_fixed;
   std::vector<TemplateReport> reports;
+  // The TrainingRuntime and ClusterTrainingRuntime objects of the document, by name
+  // ("ClusterTrainingRuntime/torch-distributed"), for TrainJobs of other documents.
+  std::vector<std::pair<std::string, nlohmann::json>> runtimes;
 };
 
 class DocumentWorker {
@@ -74,10 +98,10 @@ class DocumentWorker {
     std::string operator()(int rel_line) const;  // "file:line" of a line of the document
   };
   Status analyze(const Place& at, int index, DocumentOutcome& out);
-  TemplateReport report_template(const Place& at, int index, const TemplateRef& ref, const nlohmann::json& tmpl) const;
-  void place_warnings(TemplateReport& rep, int first_line) const;
-  int annotation_line(const TemplateReport& rep, const std::string& key, int first_line) const;
-  void check_annotation_types(const nlohmann::json& tmpl, TemplateReport& rep, int first_line) const;
+  TemplateReport report_template(const Place& at, int index, const TemplateRef& ref, const nlohmann::json& tmpl,
+                                 const std::vector<std::pair<std::string, nlohmann::json>>& runtimes) const;
+  void engine_call(const Place& at, TemplateReport& rep, const nlohmann::json& tmpl) const;
+  void note_repeats(const Place& at, const YamlNode* tnode, TemplateReport& rep) const;
   Status write(const Place& at, DocumentOutcome& out);
   Status write_unchanged(const Place& at, DocumentOutcome& out);
   Status write_changed(const Place& at, DocumentOutcome& out);

@@ -56,10 +56,45 @@ Status OfflineRunner::process(const std::string& file, std::istream& in) {
       outcomes[i] = run_guarded(*workers_[w], file, done + static_cast<int>(i) + 1, batch[i]);
     });
     for (std::size_t i = 0; i < count; ++i)
-      if (auto s = commit(done + static_cast<int>(i) + 1, batch[i], outcomes[i]); !s) return s;
+      if (auto s = commit(done + static_cast<int>(i) + 1, batch[i], outcomes[i]); !s) {
+        if (!hold_until_finish_) held_reports_.clear();  // this file's: its reports are not given either
+        return s;
+      }
     done += static_cast<int>(count);
   }
+  if (!hold_until_finish_) give_reports(true);
   return Ok{};
+}
+
+namespace {
+
+bool waiting(const TemplateReport& r) { return r.trainjob && !r.trainjob->runtime_seen; }
+
+}  // namespace
+
+// A document's reports after the ones held: a runtime it brings judges the TrainJobs waiting for
+// it again; a TrainJob of it whose runtime came earlier is judged with that one.
+void OfflineRunner::take_reports(DocumentOutcome& outcome) {
+  for (auto& [name, obj] : outcome.runtimes) {
+    for (auto& r : held_reports_)
+      if (waiting(r) && r.ref.runtime == name) judge_trainjob(r, obj, cfg_);
+    runtimes_.insert_or_assign(name, std::move(obj));
+  }
+  for (auto& rep : outcome.reports) {
+    if (waiting(rep))
+      if (auto it = runtimes_.find(rep.ref.runtime); it != runtimes_.end()) judge_trainjob(rep, it->second, cfg_);
+    held_reports_.push_back(std::move(rep));
+  }
+  give_reports(false);
+}
+
+// The held reports up to the first still waiting for its runtime (`all`: every one).
+void OfflineRunner::give_reports(bool all) {
+  while (!held_reports_.empty() && (all || !waiting(held_reports_.front()))) {
+    if (sink_) sink_(held_reports_.front());
+    else reports_.push_back(std::move(held_reports_.front()));
+    held_reports_.pop_front();
+  }
 }
 
 // One document's outcome into the output and the reports, in input order.
@@ -75,10 +110,7 @@ Status OfflineRunner::commit(int index, const RawDocument& raw, DocumentOutcome&
   if (!outcome.status) return std::move(outcome.status);  // its templates were not written: no report says so
   if (opts_.format == OutputFormat::kYaml) write(outcome.text, outcome.text_fixed);
   if (opts_.format == OutputFormat::kJson && !outcome.text.empty()) write_json_document(outcome.text);
-  for (auto& rep : outcome.reports) {
-    if (sink_) sink_(rep);
-    else reports_.push_back(std::move(rep));
-  }
+  take_reports(outcome);
   return Ok{};
 }
 
@@ -111,6 +143,7 @@ void OfflineRunner::write_json_document(std::string& doc) {
 }
 
 void OfflineRunner::finish() {
+  give_reports(true);
   release_held(false);
   if (opts_.format != OutputFormat::kJson) return;
   if (json_docs_ == 0) out_ << "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": []\n}\n";

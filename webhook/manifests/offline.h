@@ -3,7 +3,9 @@
 // template), in parallel when asked, and the mutated manifests and reports written in input order.
 #pragma once
 
+#include <deque>
 #include <functional>
+#include <map>
 #include <istream>
 #include <memory>
 #include <optional>
@@ -29,8 +31,14 @@ class OfflineRunner {
   // before the invalid one stay in `out` (the caller buffers and discards on error), none after.
   Status process(const std::string& file, std::istream& in);
 
-  // Completes the output (closes the JSON List).
+  // Completes the output (closes the JSON List) and gives the reports still held.
   void finish();
+
+  // A TrainJob whose runtime is not in the input so far holds its report (and the ones after it,
+  // to keep input order) until the runtime comes or its file ends: then it is reported as judged
+  // from spec.trainer alone. With this, held reports wait for later files too, until finish() -
+  // for callers that call it and read the reports after it.
+  void hold_until_finish() { hold_until_finish_ = true; }
 
   // Reports go to `sink` as they are made, in input order, so memory does not grow with the
   // input; without a sink they are kept and returned by reports().
@@ -50,6 +58,8 @@ class OfflineRunner {
   void write_json_document(std::string& text);
   void write(std::string& text, std::optional<std::string>& fixed);
   void release_held(bool more_follows);
+  void take_reports(DocumentOutcome& outcome);
+  void give_reports(bool all);
 
   const config::Config& cfg_;
   DocumentOptions opts_;
@@ -59,6 +69,9 @@ class OfflineRunner {
   std::vector<TemplateReport> reports_;
   std::function<void(const TemplateReport&)> sink_;
   bool wrote_any_ = false;
+  bool hold_until_finish_ = false;
+  std::map<std::string, nlohmann::json> runtimes_;  // every runtime seen so far, by name
+  std::deque<TemplateReport> held_reports_;         // from the first TrainJob waiting for its runtime on
   std::string held_;                        // a file's last document, without a final newline
   std::optional<std::string> held_fixed_;   // the same, safe to follow with a newline
   std::string first_json_;   // held back until we know whether to wrap in a List

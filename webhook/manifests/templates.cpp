@@ -5,7 +5,10 @@
 
 #include "sizing/quantity.h"
 #include "base/json_fields.h"
+#include "base/text.h"
 #include "inject/recognize.h"
+#include "manifests/argo.h"
+#include "manifests/trainjob.h"
 #include "manifests/yaml_internal.h"
 
 namespace shmguard::manifests {
@@ -82,6 +85,8 @@ struct Owner {
   bool mpi = false;              // an MPIJob, or a Trainer object with an MPI policy
   bool launcher_trains = false;  // its launcher runs ranks too (runLauncherAsWorker / runLauncherAsNode)
   bool launcher = false;         // below its launcher (MPIJob's Launcher, the runtime's `launcher` job)
+  bool list = false;             // a List: its items own what they hold
+  std::string job_kind;          // see TemplateRef::job_kind
 };
 
 // The process count a Kubeflow training object hands its pods as PET_NPROC_PER_NODE.
@@ -119,6 +124,17 @@ struct Walker {
   std::vector<const std::pair<YamlNode*, YamlNode*>*> members;
 
   void visit(const YamlNode* node, const Owner& inherited, std::size_t depth);
+  std::optional<Owner> own_of(const YamlNode* node, const std::string& kind, const Owner& inherited) const;
+  bool special_kind(const YamlNode* node, const Owner& owner);
+  void argo_templates(const YamlNode* node, const Owner& owner);
+  void set_owner(TemplateRef& ref, const Owner& owner) const {
+    ref.pointer = pointer();
+    ref.path = path();
+    ref.kind = owner.kind;
+    ref.name = owner.name;
+    ref.namespace_name = owner.namespace_name;
+    ref.job_kind = owner.job_kind;
+  }
   void descend(const YamlNode* child, const Owner& owner, std::size_t depth, Step step) {
     steps.push_back(step);
     visit(child, owner, depth + 1);
@@ -149,21 +165,11 @@ void Walker::visit(const YamlNode* node, const Owner& inherited, std::size_t dep
     return;
   }
   if (node->kind != Kind::kMap) return;
-  // A nested resource (List item, embedded object) becomes the owner of what it holds; copied only then.
-  std::optional<Owner> own;
   std::string kind = string_member(node, "kind");
+  std::optional<Owner> own;
   if (!kind.empty() && member(node, "apiVersion")) {
-    own.emplace();
-    own->kind = kind;
-    own->training = is_training_kind(string_member(node, "apiVersion"), kind);
-    if (own->training) own->procs = owner_procs(node, kind);
-    own->mpi = own->training && (kind == "MPIJob" || member_at(node, {"spec", "mlPolicy", "mpi"}));
-    own->launcher_trains = is_true(node, {"spec", "runLauncherAsWorker"}) ||
-                           is_true(node, {"spec", "mlPolicy", "mpi", "runLauncherAsNode"});
-    if (const YamlNode* md = member(node, "metadata")) {
-      own->name = display_name(string_member(md, "name"), string_member(md, "generateName"));
-      own->namespace_name = string_member(md, "namespace");
-    }
+    own = own_of(node, kind, inherited);
+    if (special_kind(node, *own)) return;
   }
   if (const Owner& o = own ? *own : inherited; o.mpi && !o.launcher_trains && !o.launcher &&
                                                  (path().ends_with("mpiReplicaSpecs.Launcher") ||
@@ -179,8 +185,14 @@ void Walker::visit(const YamlNode* node, const Owner& inherited, std::size_t dep
   if (is_pod_template(node)) {
     // A runtime's dataset- and model-initializer steps run no DataLoader.
     const bool training = owner.training && (owner.step.empty() || owner.step == "trainer");
-    out.push_back({steps.empty() ? TemplateKind::kPod : TemplateKind::kTemplate, pointer(), path(), owner.kind, owner.name,
-                   owner.namespace_name, training, owner.procs, owner.launcher, node});
+    TemplateRef ref;
+    ref.template_kind = steps.empty() ? TemplateKind::kPod : TemplateKind::kTemplate;
+    set_owner(ref, owner);
+    ref.training_kind = training;
+    ref.owner_procs = owner.procs;
+    ref.mpi_launcher = owner.launcher;
+    ref.node = node;
+    out.push_back(std::move(ref));
     return;
   }
   // The members holding collections, each key once (its last pair), in key order: this node's
@@ -199,6 +211,87 @@ void Walker::visit(const YamlNode* node, const Owner& inherited, std::size_t dep
     if (last && is_structured(v)) descend(v, owner, depth, {k->value, 0});
   }
   members.resize(from);
+}
+
+// The owner below a resource `node` of `kind`: the resource itself at the top or as a List item;
+// below another resource (a Pod inside torchelastic's ElasticJob, a PyTorchJob inside an
+// AppWrapper) the outer one still owns the template, and the inner kind says what it runs.
+std::optional<Owner> Walker::own_of(const YamlNode* node, const std::string& kind, const Owner& inherited) const {
+  const bool list_item = inherited.list && steps.size() >= 2 && !steps.back().key.data() &&
+                         steps[steps.size() - 2].key == "items";
+  const bool top = inherited.kind.empty() || list_item;
+  Owner own = top ? Owner{} : inherited;
+  const std::string api = string_member(node, "apiVersion");
+  if (top) {
+    own.kind = kind;
+    own.list = kind.ends_with("List");
+    if (const YamlNode* md = member(node, "metadata")) {
+      own.name = display_name(string_member(md, "name"), string_member(md, "generateName"));
+      own.namespace_name = string_member(md, "namespace");
+    }
+  }
+  if (top || is_training_kind(api, kind)) {
+    own.job_kind = kind;
+    own.training = is_training_kind(api, kind);
+    own.procs = own.training ? owner_procs(node, kind) : std::nullopt;
+    own.mpi = own.training && (kind == "MPIJob" || member_at(node, {"spec", "mlPolicy", "mpi"}));
+    own.launcher_trains = is_true(node, {"spec", "runLauncherAsWorker"}) ||
+                          is_true(node, {"spec", "mlPolicy", "mpi", "runLauncherAsNode"});
+  }
+  return own;
+}
+
+// Kinds whose pods have no pod template: Argo workflows' templates and TrainJobs, found here and
+// not searched further. True when `node` was one.
+bool Walker::special_kind(const YamlNode* node, const Owner& owner) {
+  const std::string api = string_member(node, "apiVersion");
+  const std::string kind = string_member(node, "kind");
+  if (owner.kind != kind) return false;  // only a top-level resource or List item
+  if (argo::is_workflow_kind(api, kind)) {
+    argo_templates(node, owner);
+    return true;
+  }
+  if (!trainjob::is_trainjob(api, kind)) return false;
+  TemplateRef ref;
+  ref.template_kind = TemplateKind::kTrainJob;
+  set_owner(ref, owner);
+  ref.training_kind = true;
+  ref.path += ref.path.empty() ? "spec.trainer" : ".spec.trainer";
+  ref.node = node;
+  const YamlNode* rref = member_at(node, {"spec", "runtimeRef"});
+  const std::string rkind = string_member(rref, "kind");
+  ref.runtime = (rkind.empty() ? "ClusterTrainingRuntime" : rkind) + "/" + string_member(rref, "name");
+  out.push_back(std::move(ref));
+  return true;
+}
+
+// spec.templates[] (CronWorkflow: spec.workflowSpec.templates[]) that run a pod.
+void Walker::argo_templates(const YamlNode* node, const Owner& owner) {
+  const std::string_view key = argo::workflow_spec_key(owner.kind);
+  const YamlNode* spec = member(node, "spec");
+  const YamlNode* wspec = key.empty() ? spec : member(spec, key);
+  const YamlNode* list = member(wspec, "templates");
+  if (!list || list->kind != Kind::kSequence) return;
+  steps.push_back({"spec", 0});
+  if (!key.empty()) steps.push_back({key, 0});
+  steps.push_back({"templates", 0});
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    const YamlNode* t = list->items[i];
+    const YamlNode* set = member(t, "containerSet");
+    const bool runs_pod = (member(t, "container") && member(t, "container")->kind == Kind::kMap) ||
+                          (member(t, "script") && member(t, "script")->kind == Kind::kMap) ||
+                          (set && member(set, "containers") && member(set, "containers")->kind == Kind::kSequence);
+    if (!runs_pod) continue;
+    steps.push_back({{}, i});
+    TemplateRef ref;
+    ref.template_kind = TemplateKind::kArgo;
+    set_owner(ref, owner);
+    ref.node = t;
+    ref.context_node = wspec;
+    out.push_back(std::move(ref));
+    steps.pop_back();
+  }
+  steps.resize(steps.size() - (key.empty() ? 2 : 3));
 }
 
 }  // namespace
@@ -224,14 +317,25 @@ void append_in_document(const std::string& pointer, const json& patch, json& out
 
 json operator_pod(const json& tmpl, const TemplateRef& ref) {
   if (ref.template_kind == TemplateKind::kPod) return tmpl;
+  if (ref.template_kind == TemplateKind::kArgo) {
+    std::string name = ref.name;
+    if (name.ends_with("*")) name.pop_back();
+    if (name.ends_with("-")) name.pop_back();
+    return argo::build_pod(tmpl, ref.context, name);
+  }
+  if (ref.template_kind == TemplateKind::kTrainJob) return trainjob::build_pod(tmpl, ref.context);
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"spec", tmpl.value("spec", json::object())}};
   json md = tmpl.value("metadata", json::object());
   if (!md.is_object()) md = json::object();
   if (!md.contains("name") && !md.contains("generateName")) md["generateName"] = (ref.name.empty() ? "pod" : ref.name) + "-";
   if (ref.training_kind) {
     if (!md.contains("labels") || !md["labels"].is_object()) md["labels"] = json::object();
-    if (!md["labels"].contains("training.kubeflow.org/job-name"))
-      md["labels"]["training.kubeflow.org/job-name"] = ref.name.empty() ? "job" : ref.name;
+    json& labels = md["labels"];
+    const std::string job_label(inject::kOperatorJobLabel);
+    if (!labels.contains(job_label)) labels[job_label] = ref.name.empty() ? "job" : ref.name;
+    // The training operator names itself on its pods ("jaxjob-controller"); Trainer's are JobSet's.
+    if (is_training_kind("kubeflow.org/v1", ref.job_kind) && !labels.contains("training.kubeflow.org/operator-name"))
+      labels["training.kubeflow.org/operator-name"] = lowercase(ref.job_kind) + "-controller";
     if (ref.mpi_launcher && !md["labels"].contains("training.kubeflow.org/job-role"))
       md["labels"]["training.kubeflow.org/job-role"] = "launcher";
   }
@@ -250,6 +354,39 @@ json operator_pod(const json& tmpl, const TemplateRef& ref) {
   return pod;
 }
 
+bool load_context(TemplateRef& ref, std::size_t budget) {
+  if (ref.template_kind != TemplateKind::kArgo || !ref.context_node) return true;
+  ref.context = json::object();
+  for (const char* key : {"volumes", "podMetadata", "podResources"}) {
+    const YamlNode* v = member(ref.context_node, key);
+    if (!v) continue;
+    auto j = to_json(v, budget);
+    if (!j) return false;
+    ref.context[key] = std::move(*j);
+  }
+  return true;
+}
+
+std::vector<const YamlNode*> find_runtimes(const YamlNode* root) {
+  std::vector<const YamlNode*> out;
+  auto add = [&](const YamlNode* n) {
+    if (trainjob::is_runtime(string_member(n, "apiVersion"), string_member(n, "kind"))) out.push_back(n);
+  };
+  add(root);
+  if (string_member(root, "kind").ends_with("List"))
+    if (const YamlNode* items = member(root, "items"); items && items->kind == Kind::kSequence)
+      for (const YamlNode* item : items->items) add(item);
+  return out;
+}
+
+namespace {
+// Kinds whose pods shmguard builds without a "containers" list in the object.
+bool builds_pods(const std::string& kind) {
+  return kind == "TrainJob" || kind == "Workflow" || kind == "WorkflowTemplate" || kind == "ClusterWorkflowTemplate" ||
+         kind == "CronWorkflow";
+}
+}  // namespace
+
 bool may_hold_templates(const YamlNode* n) {
   if (n->kind == YamlNode::Kind::kSequence)
     return std::any_of(n->items.begin(), n->items.end(), may_hold_templates);
@@ -257,7 +394,7 @@ bool may_hold_templates(const YamlNode* n) {
   return std::any_of(n->pairs.begin(), n->pairs.end(), [](const auto& kv) {
     const auto& [k, v] = kv;
     return (k->kind == YamlNode::Kind::kScalar && v->kind == YamlNode::Kind::kSequence && k->value == "containers") ||
-           may_hold_templates(v);
+           (k->value == "kind" && v->kind == YamlNode::Kind::kScalar && builds_pods(v->value)) || may_hold_templates(v);
   });
 }
 

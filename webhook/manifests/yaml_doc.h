@@ -150,6 +150,7 @@ const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const 
 enum class ParseFailure {
   kSyntax = 0,  // not YAML (the message starts "invalid YAML: ")
   kBound = 1,   // valid YAML that a bound refuses: nesting, a recursive alias
+  kConflictMarker = 2,  // a merge-conflict marker line (conflict_marker.h); the message says so
 };
 
 // Parses one document. A failure has the line (1-based within the document) where there is one.

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "base/limits.h"
+#include "manifests/conflict_marker.h"
 #include "manifests/yaml_internal.h"
 
 namespace shmguard::manifests {
@@ -369,6 +370,9 @@ bool DocumentReader::next(RawDocument& out) {
 
 Status parse_document(const std::string& text, YamlDocument& doc) {
   doc.clear();
+  // Before libyaml, which would fail a line or more later saying something else (or read it as text).
+  if (auto marker = find_conflict_marker(text))
+    return Failure{conflict_marker_message(*marker), marker->line, static_cast<int>(ParseFailure::kConflictMarker)};
   Builder b(doc);
   if (auto built = b.run(text); !built) return built;
   if (doc.root && doc.root->is_null()) doc.root = nullptr;

@@ -123,6 +123,10 @@ SizingResult size_of(const SizingInput& in, const Params& cfg) {
       r.bytes = cfg.max;
       r.bound = Bound::kMax;
     }
+  } else if (in.inference_size) {  // a serving pod: no DataLoader, NCCL between its ranks
+    r.source = SizeSource::kInference;
+    r.need = r.bytes = std::min(*in.inference_size, cfg.max);
+    if (r.bytes < *in.inference_size) r.bound = Bound::kMax;
   } else if (has_formula_inputs(in)) {
     formula_size(in, cfg, r);
   } else {
@@ -150,6 +154,16 @@ void describe_explicit(SizingResult& r, const Params& cfg) {
                        format_quantity(cfg.max));
 }
 
+// "1 worker", "8 workers".
+std::string workers(std::uint64_t n) { return std::to_string(n) + (n == 1 ? " worker" : " workers"); }
+
+void describe_inference(SizingResult& r, const SizingInput& in) {
+  r.explanation = "inference with tensor parallel " + std::to_string(in.tensor_parallel) +
+                  " in one pod (NCCL between its ranks uses /dev/shm): inference.size " +
+                  format_quantity(*in.inference_size);
+  if (r.bound == Bound::kMax) r.explanation += " clamped to max " + format_quantity(r.bytes);
+}
+
 void describe_formula(SizingResult& r, const SizingInput& in, const Params& cfg) {
   const FormulaTerms& t = *r.terms;
   const std::string procs = std::to_string(r.procs);
@@ -159,7 +173,7 @@ void describe_formula(SizingResult& r, const SizingInput& in, const Params& cfg)
     return;
   }
   std::string e = "batch " + std::to_string(*in.batch_size) + " x " + format_human(*in.sample_size) + " = " +
-                  format_human(t.batch) + "; loader (" + std::to_string(*in.num_workers) + " workers x prefetch " +
+                  format_human(t.batch) + "; loader (" + workers(*in.num_workers) + " x prefetch " +
                   std::to_string(t.prefetch) + " + 2) x " + format_human(t.batch) + " = " + format_human(t.loader) +
                   "; " + procs_clause(r.procs, in) + "; need " + procs + " x " + format_human(t.loader) + " x " +
                   headroom_text(cfg.headroom_milli);
@@ -180,7 +194,7 @@ void describe_formula(SizingResult& r, const SizingInput& in, const Params& cfg)
 // "32 workers x prefetch 5 + 2 = 162 batches of 128 = 20736 samples in flight per process; by the
 // formula 8Gi holds samples up to 261Ki; set shmguard.io/sample-size"
 std::string in_flight_warning(const InFlight& f, const SizingInput& in, std::uint64_t procs, std::uint64_t size) {
-  std::string w = std::to_string(*in.num_workers) + " workers x prefetch " + std::to_string(f.prefetch) + " + 2 = " +
+  std::string w = workers(*in.num_workers) + " x prefetch " + std::to_string(f.prefetch) + " + 2 = " +
                   std::to_string(f.batches) + " batches of " + std::to_string(*in.batch_size) + " = " +
                   std::to_string(f.samples) + " samples in flight per process";
   if (procs > 1) w += " (" + std::to_string(procs) + " processes)";
@@ -209,6 +223,7 @@ void describe_default(SizingResult& r, const SizingInput& in, const Params& cfg)
 
 void describe(SizingResult& r, const SizingInput& in, const Params& cfg) {
   if (r.source == SizeSource::kExplicit) describe_explicit(r, cfg);
+  else if (r.source == SizeSource::kInference) describe_inference(r, in);
   else if (r.source == SizeSource::kFormula) describe_formula(r, in, cfg);
   else describe_default(r, in, cfg);
   if (!in.ignored.empty() && r.source != SizeSource::kDefault) r.explanation += " (ignored: " + joined(in.ignored) + ")";

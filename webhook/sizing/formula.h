@@ -39,6 +39,9 @@ struct SizingInput {
   std::optional<std::uint64_t> prefetch_factor;  // default from config
   std::optional<std::uint64_t> procs;            // default 1
   std::optional<std::uint64_t> explicit_size;    // bytes; wins over the formula
+  // bytes: an inference server with tensor parallel ranks in the pod (config inference.size)
+  std::optional<std::uint64_t> inference_size;
+  std::uint64_t tensor_parallel = 0;  // with inference_size: the degree, for the text
   std::optional<std::uint64_t> memory_limit;     // bytes; the pod's, when it has one
   // What gave `procs` ("PET_NPROC_PER_NODE", "nvidia.com/gpu limit"); "" for the default. With
   // `procs_unknown` (sources that gave no number), for the explanation only.
@@ -52,7 +55,7 @@ struct SizingInput {
   std::vector<std::string> notes;
 };
 
-enum class SizeSource { kFormula, kExplicit, kDefault };
+enum class SizeSource { kFormula, kExplicit, kDefault, kInference };
 
 // Why `bytes` differs from what was asked for.
 enum class Bound { kNone, kMin, kMax, kMemoryLimit, kSaturated };
