@@ -474,3 +474,79 @@ def test_monitor_alert_rules_fire_as_documented(tmp_path):
     r = subprocess.run([PROMTOOL, "test", "rules", str(tmp_path / "tests.yaml")], capture_output=True, text=True,
                        cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def webhook_rules_file(tmp_path):
+    docs, by_kind = objects(sets=["monitor.enabled=true", "monitor.prometheusRule.enabled=true"])
+    rule = next(d for d in docs if d["kind"] == "PrometheusRule")
+    hook = one(by_kind, "MutatingWebhookConfiguration")["webhooks"][0]["name"]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    return hook
+
+
+def promtool_test(tmp_path, input_series, alert_rule_test):
+    tests = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": input_series, "alert_rule_test": alert_rule_test}]}
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    r = subprocess.run([PROMTOOL, "test", "rules", str(tmp_path / "tests.yaml")], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+FAILED_OPEN = {"summary": "The API server admitted pods without calling pods.shmguard.io (failurePolicy Ignore) in the last 10m",
+               "description": "Those pods have the container runtime's 64 MiB /dev/shm, and a DataLoader in one of them "
+                              "can die of a bus error. See why the API server could not call the webhook: its pods and "
+                              f"Service endpoints (kubectl -n {NS} get pods,endpoints), its serving certificate, a "
+                              "NetworkPolicy. `shmguard top` shows how full each pod's /dev/shm is."}
+
+
+@pytest.mark.skipif(not PROMTOOL, reason="promtool not built (hack/testbin.sh builds it)")
+def test_webhook_failed_open_fires_on_the_first_count_and_on_each_rise(tmp_path):
+    """The API server creates apiserver_admission_webhook_fail_open_count at its first fail-open: the
+    rule sees that series appear (increase() alone needs two samples and would miss it)."""
+    hook = webhook_rules_file(tmp_path)
+    assert hook == "pods.shmguard.io"
+    ours = 'apiserver_admission_webhook_fail_open_count{name="pods.shmguard.io",type="admit",instance="a"}'
+    other = 'apiserver_admission_webhook_fail_open_count{name="other.example.com",type="admit",instance="a"}'
+    want = [{"exp_labels": {"severity": "warning", "name": hook}, "exp_annotations": FAILED_OPEN}]
+    promtool_test(tmp_path, [
+        {"series": ours, "values": "_x4 1x20 2x10"},  # absent, first fail-open at 5m, another at 26m
+        {"series": other, "values": "0+1x40"},  # another webhook's fail-opens are not shmguard's
+    ], [
+        {"eval_time": "3m", "alertname": "ShmguardWebhookFailedOpen", "exp_alerts": []},
+        {"eval_time": "6m", "alertname": "ShmguardWebhookFailedOpen", "exp_alerts": want},
+        {"eval_time": "20m", "alertname": "ShmguardWebhookFailedOpen", "exp_alerts": []},  # 10m without one
+        {"eval_time": "28m", "alertname": "ShmguardWebhookFailedOpen", "exp_alerts": want},
+    ])
+
+
+@pytest.mark.skipif(not PROMTOOL, reason="promtool not built (hack/testbin.sh builds it)")
+def test_webhook_rejections_and_slow_calls_fire(tmp_path):
+    hook = webhook_rules_file(tmp_path)
+    rejected = ('apiserver_admission_webhook_rejection_count{name="pods.shmguard.io",type="admit",operation="CREATE",'
+                'error_type="calling_webhook_error",rejection_code="500",instance="a"}')
+    bucket = 'apiserver_admission_webhook_admission_duration_seconds_bucket{name="%s",type="admit",operation="CREATE",rejected="false",le="%s",instance="a"}'
+    series = [{"series": rejected, "values": "_x2 3x40"}]
+    # Ours: every call between 5 ms and 2.5 s (the 99th percentile 2.475 s); another webhook's all slow.
+    for le, per_min in (("0.005", 0), ("2.5", 60), ("+Inf", 60)):
+        series.append({"series": bucket % (hook, le), "values": f"0+{per_min}x40"})
+    for le, per_min in (("0.005", 0), ("2.5", 0), ("+Inf", 60)):
+        series.append({"series": bucket % ("other.example.com", le), "values": f"0+{per_min}x40"})
+    promtool_test(tmp_path, series, [
+        {"eval_time": "4m", "alertname": "ShmguardWebhookRejecting", "exp_alerts": [{
+            "exp_labels": {"severity": "warning", "name": hook, "error_type": "calling_webhook_error"},
+            "exp_annotations": {
+                "summary": "The API server refused pods at pods.shmguard.io in the last 10m (calling_webhook_error)",
+                "description": "calling_webhook_error: the API server could not reach the webhook or had no answer "
+                               "within timeoutSeconds, and failurePolicy Fail refused the pod; apiserver_internal_error: "
+                               "the webhook's answer was not one the API server could apply; no_error: the webhook "
+                               "denied the request."}}]},
+        {"eval_time": "20m", "alertname": "ShmguardWebhookRejecting", "exp_alerts": []},
+        {"eval_time": "8m", "alertname": "ShmguardWebhookSlow", "exp_alerts": []},  # pending for 10m
+        {"eval_time": "20m", "alertname": "ShmguardWebhookSlow", "exp_alerts": [{
+            "exp_labels": {"severity": "warning", "name": hook},
+            "exp_annotations": {
+                "summary": "99% of the API server's calls to pods.shmguard.io take up to 2.475s",
+                "description": "shmguard answers in microseconds; a slow call is the network or TLS between the API "
+                               "server and the webhook, and every pod creation waits for it (up to timeoutSeconds, 5s)."}}]},
+    ])

@@ -131,3 +131,45 @@ app.kubernetes.io/instance: {{ .Release.Name }}
     summary: "/dev/shm of {{ "{{" }} $labels.namespace {{ "}}" }}/{{ "{{" }} $labels.pod {{ "}}" }} never used 1/8 of its size"
     description: "Its peak so far is under 1/8 of the size; a smaller shmguard.io/size frees memory the pod's limit counts. `shmguard top` suggests one."
 {{- end -}}
+
+{{/* The name of the webhook in the MutatingWebhookConfiguration: the API server's admission metrics
+carry it as their `name` label, which the webhook alerts select. */}}
+{{- define "shmguard.webhookEntryName" -}}
+pods.shmguard.io
+{{- end -}}
+
+{{/* A counter of the API server's that rose in the last 10m. The API server creates such a series
+at its first count, so a series that was not there 10m ago counts too: increase() alone needs two
+samples and would never see the first fail-open after an API server start. */}}
+{{- define "shmguard.counterRose" -}}
+{{- $s := printf "%s{name=%q}" .metric .name -}}
+sum by ({{ .by }}) (increase({{ $s }}[10m])) > 0 or sum by ({{ .by }}) ({{ $s }} unless {{ $s }} offset 10m)
+{{- end -}}
+
+{{/* Alerts on what the API server says of its calls to the webhook (its /metrics, scraped as
+Prometheus's kubernetes-apiservers job or kube-prometheus-stack's apiserver ServiceMonitor do). */}}
+{{- define "shmguard.webhookAlertRules" -}}
+{{- $name := include "shmguard.webhookEntryName" . -}}
+- alert: ShmguardWebhookFailedOpen
+  expr: {{ include "shmguard.counterRose" (dict "metric" "apiserver_admission_webhook_fail_open_count" "name" $name "by" "name") }}
+  labels:
+    severity: warning
+  annotations:
+    summary: "The API server admitted pods without calling {{ $name }} (failurePolicy Ignore) in the last 10m"
+    description: "Those pods have the container runtime's 64 MiB /dev/shm, and a DataLoader in one of them can die of a bus error. See why the API server could not call the webhook: its pods and Service endpoints (kubectl -n {{ .Release.Namespace }} get pods,endpoints), its serving certificate, a NetworkPolicy. `shmguard top` shows how full each pod's /dev/shm is."
+- alert: ShmguardWebhookRejecting
+  expr: {{ include "shmguard.counterRose" (dict "metric" "apiserver_admission_webhook_rejection_count" "name" $name "by" "name, error_type") }}
+  labels:
+    severity: warning
+  annotations:
+    summary: "The API server refused pods at {{ $name }} in the last 10m ({{ "{{" }} $labels.error_type {{ "}}" }})"
+    description: "calling_webhook_error: the API server could not reach the webhook or had no answer within timeoutSeconds, and failurePolicy Fail refused the pod; apiserver_internal_error: the webhook's answer was not one the API server could apply; no_error: the webhook denied the request."
+- alert: ShmguardWebhookSlow
+  expr: histogram_quantile(0.99, sum by (name, le) (rate(apiserver_admission_webhook_admission_duration_seconds_bucket{name="{{ $name }}"}[5m]))) > {{ .Values.monitor.prometheusRule.webhookSlowSeconds }}
+  for: 10m
+  labels:
+    severity: warning
+  annotations:
+    summary: "99% of the API server's calls to {{ $name }} take up to {{ "{{" }} $value | humanizeDuration {{ "}}" }}"
+    description: "shmguard answers in microseconds; a slow call is the network or TLS between the API server and the webhook, and every pod creation waits for it (up to timeoutSeconds, {{ .Values.webhook.timeoutSeconds }}s)."
+{{- end -}}
