@@ -32,6 +32,9 @@ API_INVALID = {
     # An envsubst template before rendering: `nvidia.com/gpu: $GPU_PER_NODE` is not a quantity.
     # Only the offline path ever sees it, and warns.
     "49-procs-placeholders": "a template placeholder where a quantity must be",
+    # `value: 4` unquoted in an env entry: a Pod's env value is a string to the API server, so only
+    # the offline path (a manifest before a tool renders it, a CRD's copy) reads it as 4.
+    "64-env-integer-in-launcher-flag": "an env value that is a YAML integer, not a string",
 }
 API_DIFFERENT = {}
 

@@ -56,6 +56,22 @@ TEST(LauncherRule, EveryDefaultLauncher) {
   EXPECT_EQ(rule(spec({"bash", "-c"}, {"python -m axolotl.cli.train cfg.yaml"})), "python -m axolotl.cli.train in args");
   EXPECT_EQ(rule(spec({"axolotl", "train", "cfg.yaml"})), "axolotl train in command");
   EXPECT_EQ(rule(spec({"composer", "-n", "8", "t.py"})), "composer in command");
+  // The modules the two launchers' commands run (coreweave's DreamBooth and finetuner workflows).
+  EXPECT_EQ(rule(spec({"python3", "-m", "accelerate.commands.launch", "--num_processes", "1", "t.py"})),
+            "python -m accelerate.commands.launch in command");
+  EXPECT_EQ(rule(spec({"bash", "-c"}, {"python3 -m deepspeed.launcher.runner --num_gpus 8 t.py"})),
+            "python -m deepspeed.launcher.runner in args");
+}
+
+TEST(CommandLines, ADoubleDashAfterDashCEndsTheShellsOptions) {
+  // KubeRay's samples: command ["/bin/bash", "-lc", "--"], the script in args.
+  auto lines = command_lines(spec({"/bin/bash", "-lc", "--"}, {"ulimit -n 65536; torchrun --nproc_per_node 2 t.py"}));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].words[0], "torchrun");
+  EXPECT_EQ(lines[1].field, "args");
+  EXPECT_EQ(rule(spec({"sh", "-c", "--", "torchrun t.py"})), "torchrun in command");
+  // `--` and nothing after it: no script, and nothing read past the end.
+  EXPECT_EQ(rule(spec({"bash", "-c", "--"})), "");
 }
 
 TEST(LauncherRule, DataLoaderWorkersOnAPythonLine) {

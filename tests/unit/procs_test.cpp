@@ -68,6 +68,11 @@ TEST(Procs, TorchrunFlagForms) {
       // $(VAR) from the container's literal env.
       {{{"command", {"torchrun", "--nproc_per_node", "$(N)", "t.py"}}, {"env", {env("N", "7")}}}, 7,
        "torchrun --nproc_per_node"},
+      // The launchers' modules under python -m count as the launchers themselves.
+      {{{"command", {"python3", "-m", "accelerate.commands.launch", "--num_processes", "4", "t.py"}}}, 4,
+       "accelerate launch --num_processes"},
+      {{{"command", {"bash", "-c", "python3 -m deepspeed.launcher.runner --num_gpus 2 t.py"}}}, 2,
+       "deepspeed --num_gpus"},
   };
   for (const auto& c : cases) {
     auto p = count_procs(spec_of(container(c.c)), std::nullopt, std::nullopt, kAcc);

@@ -184,7 +184,7 @@ TEST(Recognize, ATrainingJobsTemplateNamesTheLabelItsPodsWillCarry) {
   // Without that label configured the template itself is the rule.
   config::SelectionConfig none = cfg;
   none.label_keys = {"team=ml"};
-  EXPECT_EQ(recognize(pod(nullptr, nullptr), none, {.assume_training = true}).rule, "template of a training job");
+  EXPECT_EQ(recognize(pod(nullptr, nullptr), none, {.assume_training = true, .mpi_launcher = false, .owner_kind = {}}).rule, "template of a training job");
 }
 
 TEST(Recognize, ServingImagesAreNotTrainingByTheImageRule) {
@@ -227,7 +227,7 @@ TEST(Recognize, InferenceWithTensorParallelInOnePod) {
   EXPECT_EQ(recognize(vllm, cfg).verdict, Verdict::kNotTraining);
   // The off switch.
   vllm["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "4";
-  EXPECT_EQ(recognize(vllm, cfg, {.inference = false}).verdict, Verdict::kNotTraining);
+  EXPECT_EQ(recognize(vllm, cfg, {.assume_training = false, .mpi_launcher = false, .owner_kind = {}, .inference = false}).verdict, Verdict::kNotTraining);
   // Other accelerator names count (a configured glob list).
   json tgi = running({"text-generation-launcher", "--num-shard", "2"}, nullptr, "ghcr.io/huggingface/text-generation-inference:2.4");
   tgi["spec"]["containers"][0]["resources"] = {{"limits", {{"amd.com/gpu", "2"}}}};

@@ -1,5 +1,6 @@
 // Pod-template discovery across workload kinds.
 #include "manifests/templates.h"
+#include "manifests/kuberay.h"
 
 #include <gtest/gtest.h>
 
@@ -171,4 +172,44 @@ TEST(Templates, AliasesExpandAsInJson) {
   EXPECT_EQ(t[0].pointer, "/items/0/spec/template");
   EXPECT_EQ(t[1].pointer, "/items/1/spec/template");
   EXPECT_EQ(t[0].node, t[1].node);  // one node in the tree, found twice
+}
+
+TEST(KubeRay, GroupTemplatesByTheirPath) {
+  for (const char* p : {"spec.headGroupSpec.template", "spec.rayClusterSpec.headGroupSpec.template",
+                        "spec.rayClusterConfig.workerGroupSpecs[0].template", "spec.template.spec.workerGroupSpecs[12].template"})
+    EXPECT_TRUE(kuberay::is_group_template(p)) << p;
+  for (const char* p : {"spec.template", "spec.myheadGroupSpec.template", "spec.workerGroupSpecs.template",
+                        "spec.workerGroupSpecs[x].template", "spec.workerGroupSpecs[].template", "spec.workerGroupSpecs[0]",
+                        "spec.otherworkerGroupSpecs[0].template", "", ".template"})
+    EXPECT_FALSE(kuberay::is_group_template(p)) << p;
+}
+
+TEST(KubeRay, SharedMemAsTheOperatorAddsIt) {
+  json t = tmpl();
+  t["spec"]["containers"][0]["resources"] = {{"limits", {{"memory", "4Gi"}}}, {"requests", {{"memory", "1Gi"}}}};
+  t["spec"]["containers"].push_back({{"name", "sidecar"}});
+  ASSERT_TRUE(kuberay::add_shared_mem(t));
+  EXPECT_EQ(t["spec"]["volumes"], json::parse(R"([{"name":"shared-mem","emptyDir":{"medium":"Memory","sizeLimit":"4Gi"}}])"));
+  EXPECT_EQ(t["spec"]["containers"][0]["volumeMounts"], json::parse(R"([{"name":"shared-mem","mountPath":"/dev/shm"}])"));
+  EXPECT_FALSE(t["spec"]["containers"][1].contains("volumeMounts"));  // the Ray container only
+  EXPECT_FALSE(kuberay::add_shared_mem(t));                            // mounted now: nothing more
+
+  json req = tmpl();  // the request when there is no limit; neither: no sizeLimit
+  req["spec"]["containers"][0]["resources"] = {{"requests", {{"memory", "2Gi"}}}};
+  ASSERT_TRUE(kuberay::add_shared_mem(req));
+  EXPECT_EQ(req["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "2Gi");
+  json none = tmpl();
+  ASSERT_TRUE(kuberay::add_shared_mem(none));
+  EXPECT_FALSE(none["spec"]["volumes"][0]["emptyDir"].contains("sizeLimit"));
+
+  json own = tmpl();  // the user's own mount at /dev/shm/ wins
+  own["spec"]["containers"][0]["volumeMounts"] = json::parse(R"([{"name":"dshm","mountPath":"/dev/shm/"}])");
+  EXPECT_FALSE(kuberay::add_shared_mem(own));
+  json existing = tmpl();  // a volume already named shared-mem is mounted as it is
+  existing["spec"]["volumes"] = json::parse(R"([{"name":"shared-mem","emptyDir":{}}])");
+  ASSERT_TRUE(kuberay::add_shared_mem(existing));
+  EXPECT_EQ(existing["spec"]["volumes"].size(), 1u);
+  for (json bad : {json(nullptr), json::object(), json({{"spec", 1}}), json({{"spec", {{"containers", json::array()}}}}),
+                   json({{"spec", {{"containers", {1}}}}})})
+    EXPECT_FALSE(kuberay::add_shared_mem(bad)) << bad.dump();
 }

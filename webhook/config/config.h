@@ -30,7 +30,8 @@ struct SelectionConfig {
   // workers above 0 (--num-workers, --num_workers, --workers) is one too.
   std::vector<std::string> commands{
       "torchrun",      "python -m torch.distributed.run", "python -m torch.distributed.launch",
-      "accelerate launch", "deepspeed",                   "dlrover-run",
+      "accelerate launch", "python -m accelerate.commands.launch",
+      "deepspeed",     "python -m deepspeed.launcher.runner", "dlrover-run",
       "tune run",      "python -m axolotl.cli.train",     "axolotl train",
       "composer",
   };

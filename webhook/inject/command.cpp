@@ -102,13 +102,16 @@ void add_container(const json& c, std::vector<CommandLine>& out) {
   CommandLine proto;
   proto.container = &c;
   proto.container_name = printable(str_field(c, "name"));
-  // sh -c 'script' (also -lc, -ec, -xc ...): the script's commands.
+  // sh -c 'script' (also -lc, -ec, -xc ..., and `bash -lc -- 'script'`, KubeRay's samples' form,
+  // where `--` ends the options): the script's commands.
   if (is_shell(argv[0])) {
     for (std::size_t i = 1; i + 1 < argv.size(); ++i) {
       if (argv[i].size() < 2 || argv[i][0] != '-') break;
-      if (argv[i].find('c') != std::string::npos) {
-        proto.field = i + 1 < from_command ? "command" : "args";
-        add_script(argv[i + 1], proto, out);
+      if (argv[i] != "--" && argv[i].find('c') != std::string::npos) {
+        std::size_t script = i + 1;
+        if (argv[script] == "--" && script + 1 < argv.size()) ++script;
+        proto.field = script < from_command ? "command" : "args";
+        add_script(argv[script], proto, out);
         return;
       }
     }

@@ -53,8 +53,9 @@ const std::vector<LauncherProcs>& launcher_table() {
       {"torchrun", {"torchrun", "torch.distributed.run", "torch.distributed.launch", "-mtorch.distributed.run",
                     "-mtorch.distributed.launch"}, {"--nproc_per_node", "--nproc-per-node"}, {}},
       {"dlrover-run", {"dlrover-run"}, {"--nproc_per_node", "--nproc-per-node"}, {}},
-      {"accelerate launch", {"accelerate"}, {"--num_processes", "--num-processes"}, {"--num_machines", "--num-machines"}},
-      {"deepspeed", {"deepspeed"}, {"--num_gpus", "--num-gpus"}, {}},
+      {"accelerate launch", {"accelerate", "accelerate.commands.launch", "-maccelerate.commands.launch"},
+       {"--num_processes", "--num-processes"}, {"--num_machines", "--num-machines"}},
+      {"deepspeed", {"deepspeed", "deepspeed.launcher.runner", "-mdeepspeed.launcher.runner"}, {"--num_gpus", "--num-gpus"}, {}},
   };
   return table;
 }

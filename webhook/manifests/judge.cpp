@@ -7,6 +7,7 @@
 #include "base/text.h"
 #include "manifests/argo.h"
 #include "manifests/document.h"
+#include "manifests/kuberay.h"
 #include "manifests/trainjob.h"
 
 namespace shmguard::manifests {
@@ -15,6 +16,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kTrainJobNotWritten = "TrainJob pods get /dev/shm from the webhook or their runtime";
+constexpr const char* kKubeRayNotWritten = "KubeRay mounts /dev/shm on this group's pods itself";
 
 bool refused_value(const json& v) { return v.is_number() || v.is_boolean(); }
 
@@ -110,7 +112,18 @@ void DocumentWorker::engine_call(const Place& at, TemplateReport& rep, const jso
   TemplateRef alive = rep.ref;
   alive.node = resolve(ydoc_.root, alive.pointer);
   Places places = places_of(ydoc_.root, alive, at.raw, rep.line, false);
-  run_engine(rep, argo ? operator_pod(tmpl, rep.ref) : tmpl, cfg_, places);
+  // A KubeRay group's pods come with KubeRay's own /dev/shm: judged as the webhook will see them.
+  json ray;
+  const bool kuberay_shm = rep.ref.template_kind == TemplateKind::kTemplate && kuberay::is_group_template(rep.ref.path) &&
+                           kuberay::add_shared_mem(ray = tmpl);
+  run_engine(rep, argo ? operator_pod(tmpl, rep.ref) : kuberay_shm ? ray : tmpl, cfg_, places);
+  if (kuberay_shm) {
+    if (auto at_text = rep.result.summary.find("already mounted"); at_text != std::string::npos)
+      rep.result.summary.replace(at_text, std::string_view("already mounted").size(), "mounted by KubeRay");
+    if (rep.result.summary.starts_with("too small: has ")) rep.result.summary.insert(11, "KubeRay's ");
+    if (rep.result.mutated()) rep.not_written = kKubeRayNotWritten;  // its patch is of the pod, not the template
+    rep.result.patch = json::array();
+  }
   if (any_flag_warning(rep.result.warnings)) {
     places = places_of(ydoc_.root, alive, at.raw, rep.line, true);
     for (auto& w : rep.result.warnings) w.line = places.line_for(w.about);

@@ -8,6 +8,7 @@
 #include "base/text.h"
 #include "inject/recognize.h"
 #include "manifests/argo.h"
+#include "manifests/kuberay.h"
 #include "manifests/trainjob.h"
 #include "manifests/yaml_internal.h"
 
@@ -325,6 +326,7 @@ json operator_pod(const json& tmpl, const TemplateRef& ref) {
   }
   if (ref.template_kind == TemplateKind::kTrainJob) return trainjob::build_pod(tmpl, ref.context);
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"spec", tmpl.value("spec", json::object())}};
+  if (kuberay::is_group_template(ref.path)) kuberay::add_shared_mem(pod);
   json md = tmpl.value("metadata", json::object());
   if (!md.is_object()) md = json::object();
   if (!md.contains("name") && !md.contains("generateName")) md["generateName"] = (ref.name.empty() ? "pod" : ref.name) + "-";
