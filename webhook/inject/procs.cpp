@@ -136,9 +136,14 @@ std::optional<Candidate> env_value(const json& container) {
   return std::nullopt;
 }
 
+// Most limits are cpu and memory: a glob's text before its first '*' rules them out before any
+// matching (the admission hot path looks at every limit of every container).
 bool is_accelerator(std::string_view resource, const std::vector<std::string>& accelerators) {
-  return std::any_of(accelerators.begin(), accelerators.end(),
-                     [&](const std::string& g) { return glob_match(g, resource); });
+  return std::any_of(accelerators.begin(), accelerators.end(), [&](const std::string& g) {
+    const auto star = g.find('*');
+    if (star == std::string::npos) return resource == g;
+    return resource.starts_with(std::string_view(g).substr(0, star)) && glob_match(g, resource);
+  });
 }
 
 }  // namespace
@@ -151,12 +156,18 @@ AcceleratorCount accelerator_limit(const json& spec, const std::vector<std::stri
     const json* res = object_at(c, "resources");
     const json* lim = res ? object_at(*res, "limits") : nullptr;
     if (!lim) continue;
-    for (const auto& [name, value] : lim->items()) {
+    for (auto it = lim->begin(); it != lim->end(); ++it) {  // items() builds a string per entry
+      const std::string& name = it.key();
+      const json& value = *it;
       if (!is_accelerator(name, accelerators)) continue;
-      auto raw = value_text(*lim, name);
-      auto n = raw ? sizing::parse_count(*raw) : std::nullopt;
+      std::optional<std::uint64_t> n;
+      if (value.is_string()) n = sizing::parse_count(value.get_ref<const std::string&>());
+      else if (value.is_number() || value.is_boolean()) n = sizing::parse_count(value.dump());  // as value_text reads it
       if (!n) {
-        if (g.invalid.empty()) g.invalid = name + " limit " + in_quotes(raw.value_or("?")) + " in container " + container_name(c);
+        if (g.invalid.empty()) {
+          auto raw = value_text(*lim, name);
+          g.invalid = name + " limit " + in_quotes(raw.value_or("?")) + " in container " + container_name(c);
+        }
         continue;
       }
       if (*n == 0) continue;
