@@ -73,6 +73,7 @@ TEST(Config, ErrorsNameTheKey) {
       {"sizing:\n  base: -1Mi\n", 2, "sizing.base: \"-1Mi\" must not be negative"},
       {"selection:\n  labelKeys: team\n", 2, "selection.labelKeys: expected a list of strings"},
       {"selection:\n  labelKeys: [\"=trainer\"]\n", 0, "selection.labelKeys: \"=trainer\" has no label key (expected key or key=value)"},
+      {"selection:\n  accelerators: [gpu]\n", 0, "selection.accelerators: \"gpu\" is not an extended resource name (expected domain/name, e.g. nvidia.com/gpu or nvidia.com/*)"},
       {"selection:\n  injectInitContainers: maybe\n", 2, "selection.injectInitContainers: expected true or false, got \"maybe\""},
       {"sizing: [1, 2]\n", 1, "sizing: expected a mapping"},
       {"- a\n- b\n", 1, "config: expected a mapping"},

@@ -206,6 +206,12 @@ Status validate(const Config& c) {
   for (const auto& cmd : c.selection.commands)
     if (cmd.find_first_not_of(" \t") == std::string::npos)
       return Failure{"selection.commands: an empty entry (expected a program, e.g. torchrun or \"accelerate launch\")"};
+  // An accelerator is an extended resource, always domain/name (nvidia.com/gpu): a name without a
+  // '/' (cpu, memory, hugepages-2Mi) is Kubernetes' own and never counted.
+  for (const auto& glob : c.selection.accelerators)
+    if (glob.find('/') == std::string::npos)
+      return Failure{"selection.accelerators: \"" + glob +
+                     "\" is not an extended resource name (expected domain/name, e.g. nvidia.com/gpu or nvidia.com/*)"};
   if (c.inference.enabled && c.inference.size == 0) return Failure{"inference.size: must be greater than 0"};
   if (c.sizing.min == 0) return Failure{"sizing.min: must be greater than 0"};
   if (c.sizing.min > c.sizing.max)

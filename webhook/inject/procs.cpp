@@ -127,7 +127,8 @@ std::optional<Candidate> env_value(const json& container) {
   const json* env = child(container, "env");
   if (!env || !env->is_array()) return std::nullopt;
   for (const auto& e : *env) {
-    if (str_field(e, "name") != kProcsEnv) continue;
+    const json* name = child(e, "name");  // compared in place: most pods have a dozen env entries
+    if (!name || !name->is_string() || name->get_ref<const std::string&>() != kProcsEnv) continue;
     const auto literal = env_literal(container, kProcsEnv);
     const bool value_from = !literal && child(e, "valueFrom");
     std::string raw = literal ? expand_env(*literal, container) : value_from ? "(valueFrom)" : "";
@@ -136,9 +137,12 @@ std::optional<Candidate> env_value(const json& container) {
   return std::nullopt;
 }
 
-// Most limits are cpu and memory: a glob's text before its first '*' rules them out before any
-// matching (the admission hot path looks at every limit of every container).
+// Most limits are cpu and memory: Kubernetes' own resources (cpu, memory, ephemeral-storage,
+// hugepages-*) have no domain, while an extended resource, as every accelerator is, is always
+// domain/name. So a name without '/' is never one, and a glob's text before its first '*' rules
+// out most others before any matching (the admission hot path looks at every limit).
 bool is_accelerator(std::string_view resource, const std::vector<std::string>& accelerators) {
+  if (resource.find('/') == std::string_view::npos) return false;
   return std::any_of(accelerators.begin(), accelerators.end(), [&](const std::string& g) {
     const auto star = g.find('*');
     if (star == std::string::npos) return resource == g;

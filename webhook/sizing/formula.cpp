@@ -154,6 +154,12 @@ void describe_explicit(SizingResult& r, const Params& cfg) {
                        format_quantity(cfg.max));
 }
 
+// Each part appended to `s` in turn, into the room it already has (parts live until it returns).
+template <class... Parts>
+void append(std::string& s, const Parts&... parts) {
+  (s += ... += parts);
+}
+
 // "1 worker", "8 workers".
 std::string workers(std::uint64_t n) { return std::to_string(n) + (n == 1 ? " worker" : " workers"); }
 
@@ -172,11 +178,15 @@ void describe_formula(SizingResult& r, const SizingInput& in, const Params& cfg)
     r.warnings.push_back("shm sizing overflowed (absurd annotation values); using max " + format_quantity(cfg.max));
     return;
   }
-  std::string e = "batch " + std::to_string(*in.batch_size) + " x " + format_human(*in.sample_size) + " = " +
-                  format_human(t.batch) + "; loader (" + workers(*in.num_workers) + " x prefetch " +
-                  std::to_string(t.prefetch) + " + 2) x " + format_human(t.batch) + " = " + format_human(t.loader) +
-                  "; " + procs_clause(r.procs, in) + "; need " + procs + " x " + format_human(t.loader) + " x " +
-                  headroom_text(cfg.headroom_milli);
+  // One buffer, appended to: the text with describe()'s notes after it is ~300 bytes, and a chain
+  // of operator+ reallocates it at each doubling (the admission hot path builds it for every pod).
+  std::string e;
+  e.reserve(512);
+  const std::string batch = format_human(t.batch), loader = format_human(t.loader);
+  append(e, "batch ", std::to_string(*in.batch_size), " x ", format_human(*in.sample_size), " = ", batch,
+         "; loader (", workers(*in.num_workers), " x prefetch ", std::to_string(t.prefetch), " + 2) x ", batch, " = ",
+         loader, "; ", procs_clause(r.procs, in), "; need ", procs, " x ", loader, " x ",
+         headroom_text(cfg.headroom_milli));
   if (t.nccl) e += " + nccl " + procs + " x " + format_human(cfg.nccl_per_process);
   e += " + base " + format_human(cfg.base) + " = " + format_human(r.need);
   if (r.bound == Bound::kMin) {
