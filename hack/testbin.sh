@@ -8,7 +8,7 @@
 set -euo pipefail
 
 # The one place where the versions are pinned.
-KUBE_VERSION=v1.31.14   # k8s.io/kubernetes; its ./staging modules are published as v0.31.14
+KUBE_VERSION=v1.37.2    # k8s.io/kubernetes; its ./staging modules are published as v0.37.2
 HELM_VERSION=v3.16.4
 TESTBIN_REVISION=4       # bump when a build recipe below changes
 ETCD_VERSION=v3.5.17
@@ -16,9 +16,10 @@ KUSTOMIZE_VERSION=v5.5.0  # standalone: kubectl's embedded kustomize has no --en
 COREDNS_VERSION=v1.11.4   # built against client-go v0.31, as the rest
 CRICTL_VERSION=v1.34.0    # the CRI v1 client; the newest served here that containerd 1.6 answers
 PROMETHEUS_VERSION=v0.316.0  # promtool (`test rules`, `check metrics`); added to the same bindir when missing
-# ./staging modules the module proxy here does not serve at v0.31.14 (it answers 403): each is
-# pinned to the newest v0.31.x that downloads (`go mod download -json k8s.io/NAME@v0.31.N`).
-STAGING_PINS="kube-scheduler=v0.31.13 kube-controller-manager=v0.31.13 endpointslice=v0.31.13 kube-proxy=v0.31.11"
+# ./staging modules the module proxy here does not serve at the release's v0.x (a 403): each is pinned
+# to the newest patch of the same minor that downloads (`go mod download -json k8s.io/NAME@v0.37.N`).
+# At v1.37.2 every one is served.
+STAGING_PINS=""
 KUBE_COMMANDS="kube-apiserver kubectl kubelet kube-scheduler kube-controller-manager kube-proxy"
 
 export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false

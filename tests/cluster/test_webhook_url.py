@@ -25,8 +25,9 @@ from conftest import SRC, serve, webhook_config
 GOLDEN = SRC / "tests" / "golden"
 # Golden inputs the API server itself refuses before any webhook sees them, and why.
 API_INVALID = {
-    # Pod-level spec.resources is not a field of v1.31's Pod: kubectl's strict decoding refuses it.
-    "24-pod-level-resources": "spec.resources unknown to v1.31",
+    # A container limit (64Gi) above the pod-level limit (2Gi): Kubernetes 1.34+ validates pod-level
+    # resources and refuses it. 67-pod-level-resources-valid is the same rule on a pod it accepts.
+    "24-pod-level-resources": "a container's memory limit above the pod-level limit",
     "30-keys-with-slash-and-tilde": "'~' is not allowed in a volume name or an annotation key",
     "29-no-metadata": "a pod needs metadata.name or generateName",
     # An envsubst template before rendering: `nvidia.com/gpu: $GPU_PER_NODE` is not a quantity.
