@@ -63,7 +63,7 @@ TEST(Config, ErrorsNameTheKey) {
     const char* message;
   } cases[] = {
       {"sizing:\n  maxx: 1Gi\n", 2, "unknown key \"sizing.maxx\"; known keys: base, default, headroom, max, min, ncclPerProcess, prefetchFactor"},
-      {"bogus: 1\n", 1, "unknown key \"bogus\"; known keys: inference, mode, selection, sizing"},
+      {"bogus: 1\n", 1, "unknown key \"bogus\"; known keys: inference, mode, ownerLookup, selection, sizing"},
       {"sizing:\n  max: lots\n", 2, "sizing.max: \"lots\" is not a quantity (no digits)"},
       {"sizing:\n  min: 2Gi\n  max: 1Gi\n", 0, "sizing.min (2Gi) is above sizing.max (1Gi)"},
       {"sizing:\n  default: 128Gi\n", 0, "sizing.default (128Gi) must lie between sizing.min and sizing.max"},
@@ -75,6 +75,9 @@ TEST(Config, ErrorsNameTheKey) {
       {"selection:\n  labelKeys: [\"=trainer\"]\n", 0, "selection.labelKeys: \"=trainer\" has no label key (expected key or key=value)"},
       {"selection:\n  accelerators: [gpu]\n", 0, "selection.accelerators: \"gpu\" is not an extended resource name (expected domain/name, e.g. nvidia.com/gpu or nvidia.com/*)"},
       {"selection:\n  injectInitContainers: maybe\n", 2, "selection.injectInitContainers: expected true or false, got \"maybe\""},
+      {"ownerLookup:\n  timeoutMs: 0\n", 2, "ownerLookup.timeoutMs: must be at least 1"},
+      {"ownerLookup:\n  timeoutMs: 5000\n", 0, "ownerLookup.timeoutMs: 5000 is above 3000 (the lookup must finish well inside the webhook's own timeout)"},
+      {"ownerLookup:\n  enabled: yes\n", 2, "ownerLookup.enabled: expected true or false, got \"yes\""},
       {"sizing: [1, 2]\n", 1, "sizing: expected a mapping"},
       {"- a\n- b\n", 1, "config: expected a mapping"},
       {"sizing: {max: 1Gi\n", 2, "invalid YAML: end of map flow not found"},
@@ -85,6 +88,18 @@ TEST(Config, ErrorsNameTheKey) {
     EXPECT_EQ(r.error(), c.message) << c.yaml;
     EXPECT_EQ(r.line(), c.line) << c.yaml;
   }
+}
+
+TEST(Config, OwnerLookup) {
+  const Config d;
+  EXPECT_TRUE(d.owner_lookup.enabled);
+  EXPECT_EQ(d.owner_lookup.timeout_ms, 500u);
+  EXPECT_EQ(d.owner_lookup.cache_seconds, 30u);
+  auto r = parse_config("ownerLookup:\n  enabled: false\n  timeoutMs: 250\n  cacheSeconds: 5\n");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_FALSE(r->owner_lookup.enabled);
+  EXPECT_EQ(r->owner_lookup.timeout_ms, 250u);
+  EXPECT_EQ(r->owner_lookup.cache_seconds, 5u);
 }
 
 TEST(Config, LoadFileNamesTheFile) {

@@ -168,3 +168,90 @@ TEST(Review, Base64DecodeInvertsEncode) {
     EXPECT_EQ(admission::base64_decode(base64_encode(s) + "\n"), s);
   }
 }
+
+// A pod of a JobSet (a TrainJob's) with no shmguard.io/ annotation is sized from its JobSet's,
+// which the server's lookup returns; the patch still applies to the pod as received.
+namespace {
+json jobset_pod(json annotations = nullptr) {
+  json pod = json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"bert-node-0-0-",
+    "labels":{"jobset.sigs.k8s.io/jobset-name":"bert","trainer.kubeflow.org/trainjob-ancestor-step":"trainer"}},
+    "spec":{"containers":[{"name":"node","image":"pytorch/pytorch:2.4.0","command":["torchrun","train.py"]}]}})");
+  if (!annotations.is_null()) pod["metadata"]["annotations"] = annotations;
+  return pod;
+}
+const json kHints = {{"shmguard.io/batch-size", "32"}, {"shmguard.io/num-workers", "4"},
+                     {"shmguard.io/sample-size", "1Mi"}, {"shmguard.io/procs-per-pod", "2"}};
+}  // namespace
+
+TEST(Review, JobSetPodSizedFromItsJobSetsAnnotations) {
+  std::vector<std::string> asked;
+  OwnerLookup lookup = [&](const std::string& ns, const std::string& js) {
+    asked.push_back(ns + "/" + js);
+    OwnerAnnotations a;
+    a.annotations = kHints;
+    a.annotations["team"] = "nlp";  // not shmguard's: never read
+    a.from = "JobSet " + ns + "/" + js;
+    a.result = "found";
+    return a;
+  };
+  auto pod = jobset_pod();
+  auto out = handle_review(review("admission.k8s.io/v1", pod).dump(), cfg, lookup);
+  EXPECT_EQ(asked, std::vector<std::string>{"ml/bert"});
+  EXPECT_EQ(out.owner_lookup, "found");
+  ASSERT_EQ(out.decision, Decision::kInjected);
+  // The same as the pod carrying the hints itself.
+  auto own = handle_review(review("admission.k8s.io/v1", jobset_pod(kHints)).dump(), cfg);
+  EXPECT_EQ(out.size, own.size);
+  EXPECT_EQ(out.procs, "2 from shmguard.io/procs-per-pod");
+  EXPECT_NE(out.size, "8Gi");
+  auto res = json::parse(out.body);
+  auto patched = pod.patch(json::parse(base64_decode(res["response"]["patch"])));
+  EXPECT_EQ(patched["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], out.size);
+  const std::string sizing = patched["metadata"]["annotations"]["shmguard.io/sizing"];
+  EXPECT_NE(sizing.find("annotations from JobSet ml/bert"), std::string::npos) << sizing;
+  EXPECT_FALSE(patched["metadata"]["annotations"].contains("shmguard.io/batch-size"));  // not copied onto the pod
+}
+
+TEST(Review, OwnerLookupOnlyForJobSetPodsWithoutHints) {
+  int calls = 0;
+  OwnerLookup lookup = [&](const std::string&, const std::string&) {
+    ++calls;
+    return OwnerAnnotations{};
+  };
+  handle_review(review("admission.k8s.io/v1", jobset_pod({{"shmguard.io/batch-size", "8"}})).dump(), cfg, lookup);
+  handle_review(review("admission.k8s.io/v1", training_pod()).dump(), cfg, lookup);
+  auto bad = jobset_pod();
+  bad["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] = "../../secrets/x";
+  EXPECT_EQ(jobset_to_ask(bad), "");
+  handle_review(review("admission.k8s.io/v1", bad).dump(), cfg, lookup);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(jobset_to_ask(jobset_pod()), "bert");
+  EXPECT_EQ(jobset_to_ask(jobset_pod({{"team", "nlp"}})), "bert");  // other annotations do not count
+}
+
+TEST(Review, FailedOwnerLookupFallsBackWithAWarning) {
+  OwnerLookup lookup = [](const std::string&, const std::string&) {
+    OwnerAnnotations a;
+    a.result = "error";
+    a.warning = "shmguard: could not read JobSet ml/bert (timed out)";
+    return a;
+  };
+  auto out = handle_review(review("admission.k8s.io/v1", jobset_pod()).dump(), cfg, lookup);
+  EXPECT_EQ(out.owner_lookup, "error");
+  EXPECT_EQ(out.decision, Decision::kInjected);
+  EXPECT_EQ(out.size, "8Gi");  // the pod's own facts: no hints, the default
+  auto res = json::parse(out.body);
+  EXPECT_EQ(res["response"]["warnings"][0], "shmguard: could not read JobSet ml/bert (timed out)");
+}
+
+TEST(Review, JobSetOptOutIsHonoured) {
+  OwnerLookup lookup = [](const std::string&, const std::string&) {
+    OwnerAnnotations a;
+    a.annotations = {{"shmguard.io/inject", "false"}};
+    a.result = "found";
+    return a;
+  };
+  auto out = handle_review(review("admission.k8s.io/v1", jobset_pod()).dump(), cfg, lookup);
+  EXPECT_EQ(out.decision, Decision::kSkipped);
+  EXPECT_EQ(out.reason, "opted-out");
+}

@@ -142,10 +142,26 @@ std::string sanitize_warning(std::string_view w) {
   return out;
 }
 
+std::string jobset_to_ask(const json& pod) {
+  const json* md = object_at(pod, "metadata");
+  if (!md) return "";
+  if (const json* an = object_at(*md, "annotations"))
+    for (const auto& [k, v] : an->items())
+      if (k.starts_with("shmguard.io/")) return "";
+  const json* labels = object_at(*md, "labels");
+  std::string name = labels ? str_field(*labels, kJobSetNameLabel) : "";
+  // Admission runs before validation: a label value that is no object name (a DNS subdomain's
+  // characters) is never put into a path.
+  if (name.size() > 253 || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos)
+    return "";
+  return name;
+}
+
 namespace {
 
 // The engine's decision on a pod CREATE, as the outcome and the patch (base64) to send.
-void decide(const json& req, const config::Config& cfg, AdmissionOutcome& o, std::string& patch_b64) {
+void decide(const json& req, const config::Config& cfg, const OwnerLookup& lookup, AdmissionOutcome& o,
+            std::string& patch_b64) {
   const json empty = json::object();
   const json& kind = req.contains("kind") ? req["kind"] : empty;
   const bool is_pod = str_field(kind, "kind") == "Pod" && str_field(kind, "group").empty();
@@ -167,7 +183,19 @@ void decide(const json& req, const config::Config& cfg, AdmissionOutcome& o, std
   if (o.pod.empty()) {
     if (const json* md = object_at(pod, "metadata")) o.pod = display_name(*md);
   }
-  auto r = inject::inject_pod(pod, cfg);
+  OwnerAnnotations owner;
+  inject::InjectOptions io;
+  if (lookup && !o.namespace_name.empty()) {
+    if (std::string jobset = jobset_to_ask(pod); !jobset.empty()) {
+      owner = lookup(o.namespace_name, jobset);
+      o.owner_lookup = owner.result;
+      o.owner_cached = owner.cached;
+      if (!owner.warning.empty()) o.warnings.push_back(owner.warning);
+      io.inherited = &owner.annotations;
+      io.inherited_from = owner.from;
+    }
+  }
+  auto r = inject::inject_pod(pod, cfg, io);
   o.reason = r.reason;
   for (auto& w : r.warnings) o.warnings.push_back(std::move(w.text));  // the review carries the text alone
   if (r.sizing && r.sizing->source == sizing::SizeSource::kFormula)
@@ -192,7 +220,7 @@ void decide(const json& req, const config::Config& cfg, AdmissionOutcome& o, std
 
 }  // namespace
 
-AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg) {
+AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg, const OwnerLookup& lookup) {
   json review;
   if (auto parsed = read_json(body, review, kMaxNesting, &kReview); !parsed)
     return bad_request("request body is not valid JSON: " + parsed.error());
@@ -213,7 +241,7 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg)
   o.pod = str_field(req, "name");
   std::string patch_b64;
   try {
-    decide(req, cfg, o, patch_b64);
+    decide(req, cfg, lookup, o, patch_b64);
   } catch (const std::exception& e) {
     // Our trouble must never block a pod: admit unchanged, say so.
     o.decision = Decision::kError;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,8 @@ struct AdmissionOutcome {
   std::string procs;          // "2 from PET_NPROC_PER_NODE" when the formula sized the pod
   std::vector<std::string> warnings;
   std::uint64_t size_bytes = 0;
+  std::string owner_lookup;   // the owner lookup's result ("found", "error"...); "" when none was made
+  bool owner_cached = false;  // ... answered from the cache
   std::string error;          // why: the engine's internal error (kError), or what is wrong with the body (kRejected)
 };
 
@@ -44,7 +48,27 @@ std::string sanitize_warning(std::string_view w);
 std::string encode_response(const std::string& api_version, const std::string& uid, const std::string& patch_b64,
                             const std::vector<std::string>& warnings);
 
-// Handles one POST /mutate body. Never throws.
-AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg);
+// The label JobSet (v0.8) gives every pod of a JobSet, a TrainJob's included: the JobSet's name.
+inline constexpr std::string_view kJobSetNameLabel = "jobset.sigs.k8s.io/jobset-name";
+
+// What the server's owner lookup found for a pod of a JobSet. A TrainJob's spec.annotations reach
+// its JobSet and go no further (Trainer v2.0.0, JobSet v0.8.2), so a pod that carries no shmguard.io/
+// annotation of its own is sized from its JobSet's.
+struct OwnerAnnotations {
+  nlohmann::json annotations = nlohmann::json::object();  // the owner's shmguard.io/ annotations
+  std::string from;          // "JobSet team-a/bert", for the sizing text
+  std::string result;        // the metric label: found, none, not-found, forbidden, error
+  bool cached = false;
+  std::string warning;       // why the lookup failed, for the user; the pod is sized from its own facts
+};
+// (namespace, JobSet name) -> what its annotations say. Returns within the configured timeout.
+using OwnerLookup = std::function<OwnerAnnotations(const std::string& ns, const std::string& jobset)>;
+
+// The JobSet a pod belongs to by its label, when the pod carries no shmguard.io/ annotation of its
+// own (its own hints always win, whole); "" otherwise: no lookup.
+std::string jobset_to_ask(const nlohmann::json& pod);
+
+// Handles one POST /mutate body. Never throws. `lookup`: the server's owner lookup (empty: none).
+AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg, const OwnerLookup& lookup = {});
 
 }  // namespace shmguard::admission

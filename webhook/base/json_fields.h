@@ -41,7 +41,7 @@ inline const nlohmann::json& array_items(const nlohmann::json* parent, const cha
 }
 
 // The member `key` when it is a string, else "".
-inline std::string str_field(const nlohmann::json& obj, const char* key) {
+inline std::string str_field(const nlohmann::json& obj, std::string_view key) {
   const nlohmann::json* c = child(obj, key);
   return c && c->is_string() ? c->get<std::string>() : std::string();
 }

@@ -51,6 +51,8 @@ void add_serve(CLI::App& app, Outcome& out) {
   c->add_option("--tls-cert-file", a->cert_file, "PEM serving certificate (chain)")->required();
   c->add_option("--tls-private-key-file", a->key_file, "PEM private key")->required();
   c->add_option("--config", a->config_file, "YAML config file (re-read on change)");
+  c->add_option("--kubeconfig", a->kubeconfig,
+                "the API server for the owner lookup (a JobSet's shmguard.io/ annotations); in a pod the service account is used");
   c->add_option("--port", a->port, "HTTPS port for /mutate, /healthz, /readyz (0: any)")->capture_default_str();
   c->add_option("--metrics-port", a->metrics_port, "plain HTTP port for /metrics, /healthz, /readyz (-1: off)")
       ->capture_default_str();

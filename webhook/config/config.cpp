@@ -173,6 +173,12 @@ const KeyRow<InferenceConfig> kInferenceKeys[] = {
     {"size", into<InferenceConfig, &InferenceConfig::size, quantity>},
 };
 
+const KeyRow<OwnerLookupConfig> kOwnerLookupKeys[] = {
+    {"enabled", into<OwnerLookupConfig, &OwnerLookupConfig::enabled, boolean>},
+    {"timeoutMs", into<OwnerLookupConfig, &OwnerLookupConfig::timeout_ms, positive_int>},
+    {"cacheSeconds", into<OwnerLookupConfig, &OwnerLookupConfig::cache_seconds, positive_int>},
+};
+
 Result<Mode> mode(const YAML::Node& m, const std::string& key) {
   auto v = scalar(m, key);
   if (!v) return v.failure_part();
@@ -192,11 +198,16 @@ Status inference_section(const YAML::Node& v, const std::string& name, Config& c
   return read_section(v, name, kInferenceKeys, c.inference);
 }
 
+Status owner_lookup_section(const YAML::Node& v, const std::string& name, Config& c) {
+  return read_section(v, name, kOwnerLookupKeys, c.owner_lookup);
+}
+
 const KeyRow<Config> kTopKeys[] = {
     {"mode", into<Config, &Config::mode, mode>},
     {"sizing", sizing_section},
     {"selection", selection_section},
     {"inference", inference_section},
+    {"ownerLookup", owner_lookup_section},
 };
 
 Status validate(const Config& c) {
@@ -213,6 +224,11 @@ Status validate(const Config& c) {
       return Failure{"selection.accelerators: \"" + glob +
                      "\" is not an extended resource name (expected domain/name, e.g. nvidia.com/gpu or nvidia.com/*)"};
   if (c.inference.enabled && c.inference.size == 0) return Failure{"inference.size: must be greater than 0"};
+  // Admission waits for a lookup; the API server's own call to the webhook has timeoutSeconds
+  // (the chart's 5) for everything.
+  if (c.owner_lookup.timeout_ms > 3000)
+    return Failure{"ownerLookup.timeoutMs: " + std::to_string(c.owner_lookup.timeout_ms) +
+                   " is above 3000 (the lookup must finish well inside the webhook's own timeout)"};
   if (c.sizing.min == 0) return Failure{"sizing.min: must be greater than 0"};
   if (c.sizing.min > c.sizing.max)
     return Failure{"sizing.min (" + sizing::format_quantity(c.sizing.min) + ") is above sizing.max (" +

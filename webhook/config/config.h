@@ -59,6 +59,16 @@ struct InferenceConfig {
   std::uint64_t size = 2 * sizing::kGi;
 };
 
+// The webhook's owner lookup (README "Kubeflow Trainer"): a pod of a JobSet that carries no
+// shmguard.io/ annotation is sized from its JobSet's (a TrainJob's spec.annotations land there).
+// Needs the API server (in a cluster: the service account, `get` on jobsets); each lookup waits at
+// most timeoutMs, and its answer is kept cacheSeconds.
+struct OwnerLookupConfig {
+  bool enabled = true;
+  std::uint64_t timeout_ms = 500;
+  std::uint64_t cache_seconds = 30;
+};
+
 // enforce: patch training pods. audit: never patch; answer with what would be injected.
 enum class Mode { kEnforce, kAudit };
 
@@ -67,6 +77,7 @@ struct Config {
   SizingConfig sizing;
   SelectionConfig selection;
   InferenceConfig inference;
+  OwnerLookupConfig owner_lookup;
 };
 
 

@@ -488,13 +488,32 @@ sizing::SizingInput inference_sizing(const Recognition& rec, const PodFacts& fac
   return in;
 }
 
+// The pod's annotations over its owner's shmguard.io/ ones: what recognition and the sizing read.
+json merged_annotations(const json& inherited, const json* own) {
+  json m = json::object();
+  for (const auto& [k, v] : inherited.items())
+    if (k.starts_with("shmguard.io/")) m[k] = v;
+  if (own)
+    for (const auto& [k, v] : own->items()) m[k] = v;
+  return m;
+}
+
 }  // namespace
 
 InjectResult inject_pod(const json& pod, const config::Config& cfg, const InjectOptions& opts) {
   InjectResult r;
+  const json* meta = object_at(pod, "metadata");
+  const json* ann = meta ? object_at(*meta, "annotations") : nullptr;
+  json merged;
+  const bool inherits = opts.inherited && opts.inherited->is_object() && !opts.inherited->empty();
+  if (inherits) {
+    merged = merged_annotations(*opts.inherited, ann);
+    ann = &merged;
+  }
   auto rec = recognize(pod, cfg.selection,
                        RecognizeOptions{.assume_training = opts.assume_training, .mpi_launcher = opts.mpi_launcher,
-                                        .owner_kind = opts.owner_kind, .inference = cfg.inference.enabled});
+                                        .owner_kind = opts.owner_kind, .inference = cfg.inference.enabled,
+                                        .annotations = inherits ? ann : nullptr});
   r.because = rec.because;
   static_cast<Warnings&>(r) = Warnings{std::move(rec.warnings)};
   auto skip = [&r](const char* reason, std::string summary) {
@@ -511,8 +530,6 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
     case Verdict::kTraining:
     case Verdict::kInference: break;
   }
-  const json* meta = object_at(pod, "metadata");
-  const json* ann = meta ? object_at(*meta, "annotations") : nullptr;
   const json* spec = object_at(pod, "spec");
   PodFacts facts = gather(pod, spec);
   if (!facts.invalid.empty()) {
@@ -526,6 +543,7 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   } else {
     in = read_sizing(ann, *spec, facts, opts, cfg.selection, r);
     in.notes.push_back("recognised by: " + rec.rule);
+    if (inherits && !opts.inherited_from.empty()) in.notes.push_back("annotations from " + opts.inherited_from);
     if (!facts.owned_volume && !users_own && needs_no_shm(in, rec)) {
       r.sizing = sizing::compute_size(in, cfg.sizing);
       return skip("none-needed", "ok: none needed (0 DataLoader workers, 1 process)");

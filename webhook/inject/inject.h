@@ -31,6 +31,11 @@ struct InjectOptions {
   std::optional<OwnerProcs> owner_procs;  // offline: the owner's nprocPerNode / numProcPerNode
   bool mpi_launcher = false;  // offline: an MPIJob's Launcher template (the operator labels the pod later)
   std::string owner_kind;     // offline: the kind owning the template ("PyTorchJob", "JAXJob")
+  // The webhook: shmguard.io/ annotations of the pod's owner (its JobSet, where a TrainJob's
+  // spec.annotations stop), read where the pod has none of its own; `inherited_from` names the
+  // owner ("JobSet team-a/bert") in the sizing text. The patch still applies to the pod as received.
+  const nlohmann::json* inherited = nullptr;
+  std::string inherited_from;
 };
 
 struct InjectResult : Warnings {  // warnings: recognition's, then the sizing's

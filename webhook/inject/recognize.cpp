@@ -254,7 +254,7 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, const
   Recognition r;
   const json* meta = object_at(pod, "metadata");
   const json* labels = meta ? object_at(*meta, "labels") : nullptr;
-  const json* annotations = meta ? object_at(*meta, "annotations") : nullptr;
+  const json* annotations = opts.annotations ? opts.annotations : meta ? object_at(*meta, "annotations") : nullptr;
   const json* spec = object_at(pod, "spec");
   auto decided = [&r](Verdict v, std::string because) {
     decide(r, v, std::move(because));

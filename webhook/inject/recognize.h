@@ -54,6 +54,8 @@ struct RecognizeOptions {
   // controller ownerReference and the training operator's operator-name label.
   std::string owner_kind;
   bool inference = true;  // config inference.enabled
+  // The annotations to judge instead of the pod's own (its own merged over its owner's); null: the pod's.
+  const nlohmann::json* annotations = nullptr;
 };
 
 

@@ -270,7 +270,7 @@ Result<Access> load_access(const std::string& kubeconfig, const std::string& con
 
 namespace {
 
-Result<Response> request(const Access& a, const std::string& path, const json* post_body, int timeout_s, bool raw) {
+Result<Response> request(const Access& a, const std::string& path, const json* post_body, long timeout_ms, bool raw) {
   X509Ptr cert(nullptr, X509_free);
   KeyPtr key(nullptr, EVP_PKEY_free);
   if (!a.client_cert_pem.empty()) {
@@ -284,9 +284,11 @@ Result<Response> request(const Access& a, const std::string& path, const json* p
   if (a.insecure) cli.enable_server_certificate_verification(false);
   else if (!a.ca_pem.empty()) verify_against(cli, a.ca_pem, a.host);
   t_verify_error = X509_V_OK;
-  cli.set_connection_timeout(timeout_s, 0);
-  cli.set_read_timeout(timeout_s, 0);
-  cli.set_write_timeout(timeout_s, 0);
+  const time_t sec = timeout_ms / 1000;
+  const time_t usec = (timeout_ms % 1000) * 1000;
+  cli.set_connection_timeout(sec, usec);
+  cli.set_read_timeout(sec, usec);
+  cli.set_write_timeout(sec, usec);
   httplib::Headers headers{{"Accept", "application/json"}};
   if (!a.token.empty()) headers.emplace("Authorization", "Bearer " + a.token);
   auto res = post_body ? cli.Post((a.base_path + path).c_str(), headers, post_body->dump(), "application/json")
@@ -311,11 +313,15 @@ Result<Response> request(const Access& a, const std::string& path, const json* p
 }  // namespace
 
 Result<Response> get(const Access& a, const std::string& path, int timeout_s, bool raw) {
-  return request(a, path, nullptr, timeout_s, raw);
+  return request(a, path, nullptr, timeout_s * 1000L, raw);
+}
+
+Result<Response> get_within(const Access& a, const std::string& path, long timeout_ms) {
+  return request(a, path, nullptr, timeout_ms, false);
 }
 
 Result<Response> post(const Access& a, const std::string& path, const json& body, int timeout_s) {
-  return request(a, path, &body, timeout_s, false);
+  return request(a, path, &body, timeout_s * 1000L, false);
 }
 
 Access at_kubelet(const Access& a, const std::string& host, int port, const std::string& ca_pem, bool insecure) {

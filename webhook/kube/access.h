@@ -41,6 +41,10 @@ struct Response {
 // `raw`: leave `body` null and the caller parses `text` (a large list, parsed with a filter).
 Result<Response> get(const Access& access, const std::string& path, int timeout_s, bool raw = false);
 
+// GET with a deadline in milliseconds for each of connecting, sending and receiving (the webhook's
+// owner lookup, inside an admission call).
+Result<Response> get_within(const Access& access, const std::string& path, long timeout_ms);
+
 // POST a JSON body (an Event) to `path`; as get.
 Result<Response> post(const Access& access, const std::string& path, const nlohmann::json& body, int timeout_s);
 

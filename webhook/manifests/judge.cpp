@@ -53,10 +53,12 @@ void run_engine(TemplateReport& rep, const json& pod, const config::Config& cfg,
   TemplateReport types;
   const json accepted = accepted_pod(pod, types, places);
   const auto& ref = rep.ref;
-  rep.result = inject::inject_pod(accepted, cfg,
-                                  {.assume_training = ref.training_kind && ref.template_kind != TemplateKind::kTrainJob,
-                                   .owner_procs = ref.owner_procs, .mpi_launcher = ref.mpi_launcher,
-                                   .owner_kind = ref.template_kind == TemplateKind::kTrainJob ? "" : ref.job_kind});
+  inject::InjectOptions opts;
+  opts.assume_training = ref.training_kind && ref.template_kind != TemplateKind::kTrainJob;
+  opts.owner_procs = ref.owner_procs;
+  opts.mpi_launcher = ref.mpi_launcher;
+  opts.owner_kind = ref.template_kind == TemplateKind::kTrainJob ? "" : ref.job_kind;
+  rep.result = inject::inject_pod(accepted, cfg, opts);
   for (auto& w : types.result.warnings) rep.result.warnings.push_back(std::move(w));
   rep.rejected = std::move(types.rejected);
   for (auto& w : rep.result.warnings) w.line = places.line_for(w.about);

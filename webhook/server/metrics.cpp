@@ -75,6 +75,11 @@ void Metrics::http_response(int status) {
   ++http_[status];
 }
 
+void Metrics::owner_lookup(const std::string& result, bool cached) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++owner_lookups_[{result, cached}];
+}
+
 void Metrics::cert_reload(bool ok) { (ok ? cert_ok_ : cert_failed_).fetch_add(1); }
 void Metrics::config_reload(bool ok) { (ok ? config_ok_ : config_failed_).fetch_add(1); }
 
@@ -91,6 +96,12 @@ std::string Metrics::render() const {
     out += "# TYPE shmguard_http_responses_total counter\n";
     for (const auto& [code, v] : http_)
       out += "shmguard_http_responses_total{code=\"" + std::to_string(code) + "\"} " + std::to_string(v) + "\n";
+    out += "# HELP shmguard_owner_lookups_total JobSet lookups for the shmguard.io/ annotations of its pods, by result "
+           "(found, none, not-found, forbidden, error) and source (api, cache).\n";
+    out += "# TYPE shmguard_owner_lookups_total counter\n";
+    for (const auto& [k, v] : owner_lookups_)
+      out += "shmguard_owner_lookups_total{result=\"" + escape_label(k.first) + "\",source=\"" +
+             (k.second ? "cache" : "api") + "\"} " + std::to_string(v) + "\n";
   }
   out += "# HELP shmguard_admission_duration_seconds Time to handle one admission review.\n";
   out += "# TYPE shmguard_admission_duration_seconds histogram\n";

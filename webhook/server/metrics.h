@@ -33,6 +33,8 @@ class Metrics {
   void admission(const std::string& decision, const std::string& reason, double seconds,
                  std::uint64_t injected_bytes);
   void http_response(int status);
+  // One owner lookup (a JobSet pod's hints): its result, answered by the API server or the cache.
+  void owner_lookup(const std::string& result, bool cached);
   void cert_reload(bool ok);
   void config_reload(bool ok);
   void set_cert_expiry(double unix_seconds) { cert_expiry_.store(unix_seconds); }
@@ -42,6 +44,7 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> requests_;
   std::map<int, std::uint64_t> http_;
+  std::map<std::pair<std::string, bool>, std::uint64_t> owner_lookups_;
   Histogram latency_;
   Histogram size_;
   std::atomic<std::uint64_t> cert_ok_{0}, cert_failed_{0}, config_ok_{0}, config_failed_{0};

@@ -5,6 +5,7 @@
 #include <openssl/err.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iterator>
 
 #include "admission/review.h"
@@ -60,6 +61,21 @@ Status WebhookServer::setup_tls() {
   return Ok{};
 }
 
+void WebhookServer::setup_owner_lookup() {
+  const bool in_pod = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
+  if (opts_.kubeconfig.empty() && !in_pod) {
+    log(Level::kInfo, "owner lookup off: no --kubeconfig and not in a pod (a JobSet's annotations are not read)");
+    return;
+  }
+  OwnerLookup::AccessSource source = [kc = opts_.kubeconfig] { return kube::load_access(kc, ""); };
+  if (auto a = source(); !a) {
+    log(Level::kWarn, "owner lookup off: no access to the API server", {{"error", a.error()}});
+    return;
+  }
+  owners_ = std::make_unique<OwnerLookup>(std::move(source));
+  log(Level::kInfo, "owner lookup on: a JobSet's shmguard.io/ annotations size its pods that carry none");
+}
+
 Status WebhookServer::start() {
   if (opts_.tls_min_version != "1.2" && opts_.tls_min_version != "1.3") {
     return Failure{"--tls-min-version must be 1.2 or 1.3"};
@@ -80,6 +96,7 @@ Status WebhookServer::start() {
     config_ = std::make_shared<const config::Config>(std::move(*r));
   }
   if (auto tls = setup_tls(); !tls) return tls;
+  setup_owner_lookup();
 
   LoopOptions lo = opts_.loop;
   if (lo.threads <= 0) lo.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -173,7 +190,13 @@ void WebhookServer::mutate(const HttpRequest& req, HttpResponse& res) {
     metrics_.admission("rejected", "content-type", 0, 0);
     return;
   }
-  auto out = admission::handle_review(req.body, *config());
+  auto cfg = config();
+  admission::OwnerLookup lookup;
+  if (owners_ && cfg->owner_lookup.enabled)
+    lookup = [this, &cfg](const std::string& ns, const std::string& jobset) {
+      return owners_->lookup(ns, jobset, cfg->owner_lookup);
+    };
+  auto out = admission::handle_review(req.body, *cfg, lookup);
   record(out, std::chrono::duration<double>(Clock::now() - start).count());
   if (out.decision == admission::Decision::kRejected) {
     res.status = 400;
@@ -188,6 +211,7 @@ void WebhookServer::record(const admission::AdmissionOutcome& out, double secs) 
   using admission::Decision;
   metrics_.admission(admission::decision_name(out.decision), out.reason, secs,
                      out.decision == Decision::kInjected || out.decision == Decision::kUpdated ? out.size_bytes : 0);
+  if (!out.owner_lookup.empty()) metrics_.owner_lookup(out.owner_lookup, out.owner_cached);
   // Injections are the audit trail (info); the many pods that are not training pods are debug.
   Level lvl = out.decision == Decision::kError      ? Level::kError
               : out.decision == Decision::kRejected ? Level::kWarn
@@ -199,6 +223,7 @@ void WebhookServer::record(const admission::AdmissionOutcome& out, double secs) 
   line.str("decision", admission::decision_name(out.decision)).str("reason", out.reason).num("latency_ms", secs * 1000.0);
   if (!out.size.empty()) line.str("size", out.size);
   if (!out.procs.empty()) line.str("procs", out.procs);
+  if (!out.owner_lookup.empty()) line.str("owner_lookup", out.owner_lookup + (out.owner_cached ? " (cached)" : ""));
   if (!out.warnings.empty()) line.list("warnings", out.warnings);
   if (!out.error.empty()) line.str("error", out.error.substr(0, 200));
   line.emit();

@@ -14,6 +14,7 @@
 #include "server/cert_store.h"
 #include "server/event_loop.h"
 #include "server/metrics.h"
+#include "server/owner_lookup.h"
 
 
 namespace shmguard::server {
@@ -29,6 +30,9 @@ struct ServeOptions {
   LoopOptions loop{.threads = 0};    // the webhook port's event loop; threads 0: one per core
   int reload_interval_ms = 1000;     // how often cert/config files are checked
   int shutdown_delay_ms = 1000;      // readiness false -> stop accepting
+  // The owner lookup's way to the API server: this kubeconfig, else (in a pod) the service account;
+  // neither: no lookups (logged at start).
+  std::string kubeconfig;
 };
 
 class WebhookServer {
@@ -51,6 +55,7 @@ class WebhookServer {
   void check_reload();
   std::shared_ptr<const config::Config> config() const;
   Status setup_tls();
+  void setup_owner_lookup();
   // A port's routes: the first row with the request's path and method (or HEAD, for a row that
   // answers it too) answers it; a path in no row is a 404 (`not_found`), a path with other methods
   // only a 405 ("use <method>").
@@ -74,6 +79,7 @@ class WebhookServer {
   ServeOptions opts_;
   CertStore certs_;
   Metrics metrics_;
+  std::unique_ptr<OwnerLookup> owners_;  // null: no API access
   mutable std::mutex config_mu_;
   std::shared_ptr<const config::Config> config_;
   FileStamp config_stamp_;
