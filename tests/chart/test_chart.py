@@ -111,14 +111,16 @@ def test_render_common_objects(values_file):
     for d in docs:  # all in the release namespace, but the cluster-scoped and the install check's Role
         if d["kind"] in ("Role", "RoleBinding"):
             assert d["metadata"]["namespace"] == values["installCheck"]["namespace"], d
-        elif not d["kind"].endswith(("WebhookConfiguration", "AdmissionPolicy", "AdmissionPolicyBinding")):
+        elif not d["kind"].endswith(("WebhookConfiguration", "AdmissionPolicy", "AdmissionPolicyBinding", "ClusterRole",
+                                     "ClusterRoleBinding")):
             assert d["metadata"]["namespace"] == NS, d["kind"]
 
     dep = one(by_kind, "Deployment")
     spec = dep["spec"]["template"]["spec"]
     assert dep["spec"]["replicas"] == values["replicaCount"]
-    assert spec["automountServiceAccountToken"] is False
-    assert one(by_kind, "ServiceAccount")["automountServiceAccountToken"] is False
+    lookup = values["config"].get("ownerLookup", {}).get("enabled", True)
+    assert spec["automountServiceAccountToken"] is lookup  # the token only for the owner lookup
+    assert one(by_kind, "ServiceAccount")["automountServiceAccountToken"] is lookup
     psc = spec["securityContext"]
     assert psc["runAsNonRoot"] is True and psc["runAsUser"] == 65532
     assert psc["seccompProfile"]["type"] == "RuntimeDefault"
@@ -383,6 +385,20 @@ def test_kustomize_builds_deploy():
     for k in ["Namespace", "Deployment", "Service", "MutatingWebhookConfiguration", "Certificate", "Issuer"]:
         assert k in kinds
     assert "Pod" not in kinds
+
+
+def test_owner_lookup_can_only_get_jobsets_and_is_gone_when_off():
+    docs, by_kind = objects()
+    role = next(d for d in by_kind["ClusterRole"] if d["metadata"]["name"] == "shmguard-owner-lookup")
+    assert role["rules"] == [{"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]}]
+    binding = next(d for d in by_kind["ClusterRoleBinding"] if d["metadata"]["name"] == "shmguard-owner-lookup")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "shmguard", "namespace": NS}]
+    cm = yaml.safe_load(one(by_kind, "ConfigMap")["data"]["config.yaml"])
+    assert cm["ownerLookup"] == {"enabled": True, "timeoutMs": 500, "cacheSeconds": 30}
+    docs, by_kind = objects(sets=["config.ownerLookup.enabled=false"])
+    assert not [d for d in docs if d["metadata"]["name"] == "shmguard-owner-lookup"]
+    assert one(by_kind, "ServiceAccount")["automountServiceAccountToken"] is False
+    assert one(by_kind, "Deployment")["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
 
 
 def test_monitor_is_off_by_default_and_least_privileged_when_on():

@@ -173,3 +173,10 @@ Prometheus's kubernetes-apiservers job or kube-prometheus-stack's apiserver Serv
     summary: "99% of the API server's calls to {{ $name }} take up to {{ "{{" }} $value | humanizeDuration {{ "}}" }}"
     description: "shmguard answers in microseconds; a slow call is the network or TLS between the API server and the webhook, and every pod creation waits for it (up to timeoutSeconds, {{ .Values.webhook.timeoutSeconds }}s)."
 {{- end -}}
+
+{{/* "true" when the webhook reads JobSets for their pods' hints (config.ownerLookup.enabled, on unless
+set false): its token is mounted and rbac.yaml grants get on jobsets. */}}
+{{- define "shmguard.ownerLookup" -}}
+{{- $ol := .Values.config.ownerLookup | default dict -}}
+{{- if hasKey $ol "enabled" -}}{{ $ol.enabled }}{{- else -}}true{{- end -}}
+{{- end -}}
