@@ -17,7 +17,7 @@ ALLOWED = {
     "manifests": {"base", "sizing", "config", "inject"},
     "monitor": {"base", "sizing"},
     "kube": {"base"},
-    "server": {"base", "sizing", "config", "inject", "admission"},
+    "server": {"base", "sizing", "config", "inject", "admission", "kube"},
     "cli": {"base", "sizing", "config", "inject", "admission", "manifests", "server", "monitor", "kube"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)

@@ -488,28 +488,27 @@ sizing::SizingInput inference_sizing(const Recognition& rec, const PodFacts& fac
   return in;
 }
 
-// The pod's annotations over its owner's shmguard.io/ ones: what recognition and the sizing read.
-json merged_annotations(const json& inherited, const json* own) {
-  json m = json::object();
-  for (const auto& [k, v] : inherited.items())
-    if (k.starts_with("shmguard.io/")) m[k] = v;
+// The annotations recognition and the sizing read: the pod's own, over its owner's shmguard.io/
+// ones when the webhook found any (kept in `merged`). Null when the pod has none.
+const json* effective_annotations(const json& pod, const InjectOptions& opts, json& merged) {
+  const json* meta = object_at(pod, "metadata");
+  const json* own = meta ? object_at(*meta, "annotations") : nullptr;
+  if (!opts.inherited || !opts.inherited->is_object() || opts.inherited->empty()) return own;
+  merged = json::object();
+  for (const auto& [k, v] : opts.inherited->items())
+    if (k.starts_with("shmguard.io/")) merged[k] = v;
   if (own)
-    for (const auto& [k, v] : own->items()) m[k] = v;
-  return m;
+    for (const auto& [k, v] : own->items()) merged[k] = v;
+  return &merged;
 }
 
 }  // namespace
 
 InjectResult inject_pod(const json& pod, const config::Config& cfg, const InjectOptions& opts) {
   InjectResult r;
-  const json* meta = object_at(pod, "metadata");
-  const json* ann = meta ? object_at(*meta, "annotations") : nullptr;
   json merged;
-  const bool inherits = opts.inherited && opts.inherited->is_object() && !opts.inherited->empty();
-  if (inherits) {
-    merged = merged_annotations(*opts.inherited, ann);
-    ann = &merged;
-  }
+  const json* ann = effective_annotations(pod, opts, merged);
+  const bool inherits = ann == &merged;
   auto rec = recognize(pod, cfg.selection,
                        RecognizeOptions{.assume_training = opts.assume_training, .mpi_launcher = opts.mpi_launcher,
                                         .owner_kind = opts.owner_kind, .inference = cfg.inference.enabled,
