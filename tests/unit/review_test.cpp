@@ -255,3 +255,20 @@ TEST(Review, JobSetOptOutIsHonoured) {
   EXPECT_EQ(out.decision, Decision::kSkipped);
   EXPECT_EQ(out.reason, "opted-out");
 }
+
+TEST(Review, AnythingThrownAdmitsThePodUnchanged) {
+  for (int kind = 0; kind < 2; ++kind) {
+    OwnerLookup lookup = [kind](const std::string&, const std::string&) -> OwnerAnnotations {
+      if (kind == 0) throw std::runtime_error("lookup broke");
+      throw 42;  // not a std::exception
+    };
+    auto out = handle_review(review("admission.k8s.io/v1", jobset_pod()).dump(), cfg, lookup);
+    EXPECT_EQ(out.decision, Decision::kError);
+    EXPECT_EQ(out.reason, "internal-error");
+    EXPECT_EQ(out.error, kind == 0 ? "lookup broke" : "an exception that is not a std::exception");
+    auto res = json::parse(out.body)["response"];
+    EXPECT_EQ(res["allowed"], true);
+    EXPECT_FALSE(res.contains("patch"));
+    EXPECT_EQ(res["warnings"][0], "shmguard internal error; pod admitted without /dev/shm sizing");
+  }
+}

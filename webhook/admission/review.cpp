@@ -240,15 +240,21 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg,
   o.namespace_name = str_field(req, "namespace");
   o.pod = str_field(req, "name");
   std::string patch_b64;
+  // Our trouble must never block a pod: whatever is thrown (the engine's, an owner lookup's, not
+  // only std::exception), the pod is admitted unchanged, with a warning and kError's metric.
+  auto internal_error = [&](std::string what) {
+    o.decision = Decision::kError;
+    o.reason = "internal-error";
+    o.error = std::move(what);
+    o.warnings = {"shmguard internal error; pod admitted without /dev/shm sizing"};
+    patch_b64.clear();
+  };
   try {
     decide(req, cfg, lookup, o, patch_b64);
   } catch (const std::exception& e) {
-    // Our trouble must never block a pod: admit unchanged, say so.
-    o.decision = Decision::kError;
-    o.reason = "internal-error";
-    o.error = e.what();
-    o.warnings = {"shmguard internal error; pod admitted without /dev/shm sizing"};
-    patch_b64.clear();
+    internal_error(e.what());
+  } catch (...) {
+    internal_error("an exception that is not a std::exception");
   }
   o.body = encode_response(api_version, uid, patch_b64, o.warnings);
   return o;
