@@ -90,6 +90,29 @@ def test_plain_http_and_garbage_on_the_tls_port(server):
             s.close()
     assert server.post(review(training_pod()))[0] == 200
     assert server.proc.poll() is None
+    # Each failed handshake is counted with OpenSSL's reason, and logged (at most once a second).
+    assert server.metric("shmguard_tls_handshake_failures_total", '{reason="http request"}') >= 1, server.metrics()
+    assert any(l.get("msg") == "TLS handshake failed" and l.get("reason") for l in server.logs())
+
+
+def test_a_client_that_does_not_trust_the_certificate_is_named(server, tmp_path):
+    """What the API server does when the webhook's caBundle is wrong: it refuses our certificate and
+    says so in a TLS alert, which the webhook counts and logs by that reason."""
+    other = tmp_path / "other-ca.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / "k"),
+                    "-out", str(other), "-days", "1", "-subj", "/CN=other"], check=True, capture_output=True)
+    ctx = ssl.create_default_context(cafile=str(other))
+    time.sleep(1.1)  # past the log's once-a-second limit
+    with pytest.raises(ssl.SSLCertVerificationError):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+            ctx.wrap_socket(raw, server_hostname=SERVICE_DNS)
+    deadline = time.time() + 5
+    while time.time() < deadline and not server.metric("shmguard_tls_handshake_failures_total",
+                                                       '{reason="tlsv1 alert unknown ca"}'):
+        time.sleep(0.05)
+    assert server.metric("shmguard_tls_handshake_failures_total", '{reason="tlsv1 alert unknown ca"}') == 1, server.metrics()
+    assert any(l.get("msg") == "TLS handshake failed" and l.get("reason") == "tlsv1 alert unknown ca"
+               for l in server.logs()), server.logs()[-3:]
 
 
 def test_abrupt_disconnects_mid_request(server):

@@ -62,7 +62,11 @@ Wait Connection::read_request(std::int64_t now, Phase phase) {
       eof = true;
       break;
     }
-    if (r.status == Io::kError) return Wait::kClose;
+    if (r.status == Io::kError) {
+      if (opts_.on_tls_failure)
+        if (std::string why = transport_->failure_reason(); !why.empty()) opts_.on_tls_failure(why);
+      return Wait::kClose;
+    }
     if (r.status != Io::kOk) {
       blocked = r.status;
       break;

@@ -22,6 +22,8 @@ struct LoopOptions {
   std::size_t max_connections = 8192;
   int drain_timeout_ms = 5000;     // on stop(): how long in-flight requests may take
   const char* name = "http";       // worker threads are named NAME-0, NAME-1... (top -H, /proc)
+  // Called with the reason when a client's TLS handshake fails (for the log and metrics); may be empty.
+  std::function<void(const std::string& reason)> on_tls_failure{};
 };
 
 using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;

@@ -80,6 +80,11 @@ void Metrics::owner_lookup(const std::string& result, bool cached) {
   ++owner_lookups_[{result, cached}];
 }
 
+void Metrics::tls_handshake_failure(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++tls_failures_[reason];
+}
+
 void Metrics::cert_reload(bool ok) { (ok ? cert_ok_ : cert_failed_).fetch_add(1); }
 void Metrics::config_reload(bool ok) { (ok ? config_ok_ : config_failed_).fetch_add(1); }
 
@@ -102,6 +107,11 @@ std::string Metrics::render() const {
     for (const auto& [k, v] : owner_lookups_)
       out += "shmguard_owner_lookups_total{result=\"" + escape_label(k.first) + "\",source=\"" +
              (k.second ? "cache" : "api") + "\"} " + std::to_string(v) + "\n";
+    out += "# HELP shmguard_tls_handshake_failures_total Failed TLS handshakes on the webhook port, by OpenSSL's reason "
+           "(\"tlsv1 alert unknown ca\": the client does not trust the serving certificate).\n";
+    out += "# TYPE shmguard_tls_handshake_failures_total counter\n";
+    for (const auto& [reason, v] : tls_failures_)
+      out += "shmguard_tls_handshake_failures_total{reason=\"" + escape_label(reason) + "\"} " + std::to_string(v) + "\n";
   }
   out += "# HELP shmguard_admission_duration_seconds Time to handle one admission review.\n";
   out += "# TYPE shmguard_admission_duration_seconds histogram\n";

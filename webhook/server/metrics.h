@@ -35,6 +35,8 @@ class Metrics {
   void http_response(int status);
   // One owner lookup (a JobSet pod's hints): its result, answered by the API server or the cache.
   void owner_lookup(const std::string& result, bool cached);
+  // A client's TLS handshake failed on the webhook port, in OpenSSL's words.
+  void tls_handshake_failure(const std::string& reason);
   void cert_reload(bool ok);
   void config_reload(bool ok);
   void set_cert_expiry(double unix_seconds) { cert_expiry_.store(unix_seconds); }
@@ -45,6 +47,7 @@ class Metrics {
   std::map<std::pair<std::string, std::string>, std::uint64_t> requests_;
   std::map<int, std::uint64_t> http_;
   std::map<std::pair<std::string, bool>, std::uint64_t> owner_lookups_;
+  std::map<std::string, std::uint64_t> tls_failures_;  // OpenSSL's reasons: a closed set
   Histogram latency_;
   Histogram size_;
   std::atomic<std::uint64_t> cert_ok_{0}, cert_failed_{0}, config_ok_{0}, config_failed_{0};

@@ -61,6 +61,16 @@ Status WebhookServer::setup_tls() {
   return Ok{};
 }
 
+// Counted always; logged at most once a second, so a flood of bad clients cannot flood the log.
+void WebhookServer::tls_failed(const std::string& why) {
+  metrics_.tls_handshake_failure(why);
+  const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now().time_since_epoch()).count();
+  std::int64_t last = last_tls_log_ms_.load();
+  if (now_ms - last < 1000 || !last_tls_log_ms_.compare_exchange_strong(last, now_ms)) return;
+  log(Level::kWarn, "TLS handshake failed", {{"reason", why}});
+}
+
 void WebhookServer::setup_owner_lookup() {
   const bool in_pod = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
   if (opts_.kubeconfig.empty() && !in_pod) {
@@ -101,6 +111,7 @@ Status WebhookServer::start() {
   LoopOptions lo = opts_.loop;
   if (lo.threads <= 0) lo.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   lo.name = "https";
+  lo.on_tls_failure = [this](const std::string& why) { tls_failed(why); };
   auto reject = [this](int status) {
     metrics_.http_response(status);
     metrics_.admission("rejected", "http-" + std::to_string(status), 0, 0);

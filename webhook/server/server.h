@@ -56,6 +56,7 @@ class WebhookServer {
   std::shared_ptr<const config::Config> config() const;
   Status setup_tls();
   void setup_owner_lookup();
+  void tls_failed(const std::string& why);
   // A port's routes: the first row with the request's path and method (or HEAD, for a row that
   // answers it too) answers it; a path in no row is a 404 (`not_found`), a path with other methods
   // only a 405 ("use <method>").
@@ -91,6 +92,7 @@ class WebhookServer {
   int port_ = 0;
   int metrics_port_ = 0;
   std::atomic<bool> ready_{false};
+  std::atomic<std::int64_t> last_tls_log_ms_{-1000000};
   std::atomic<bool> stopping_{false};
   bool https_started_ = false;
   std::mutex stop_mu_;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <string>
 
 namespace shmguard::server {
 namespace {
@@ -68,6 +69,9 @@ class Tls final : public Transport {
   // What an SSL_read/SSL_write result of `n` <= 0 means; `on_close` for a clean close_notify.
   Io status(int n, Io on_close) {
     int e = SSL_get_error(ssl_, n);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_ZERO_RETURN &&
+        !SSL_is_init_finished(ssl_))
+      failure_ = handshake_failure(e);
     ERR_clear_error();  // the thread's error queue must not leak into the next connection
     switch (e) {
       case SSL_ERROR_WANT_READ: return Io::kWantRead;
@@ -77,8 +81,19 @@ class Tls final : public Transport {
     }
   }
 
+  static std::string handshake_failure(int e) {
+    if (unsigned long err = ERR_peek_error(); err != 0) {
+      if (const char* why = ERR_reason_error_string(err)) return why;
+      return "OpenSSL error " + std::to_string(ERR_GET_REASON(err));
+    }
+    return e == SSL_ERROR_SYSCALL ? "connection closed during the handshake" : "handshake error " + std::to_string(e);
+  }
+
+  std::string failure_reason() const override { return failure_; }
+
   SSL* ssl_;
   int fd_;
+  std::string failure_;
 };
 
 }  // namespace

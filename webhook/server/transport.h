@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace shmguard::server {
 
@@ -32,6 +33,9 @@ class Transport {
   virtual bool buffered() const { return false; }
   // Ends our direction: a TLS close_notify, then a TCP half-close. The socket stays readable.
   virtual void shutdown_write() = 0;
+  // After kError: why a TLS handshake failed, in OpenSSL's words ("http request", "tlsv1 alert
+  // unknown ca": the client does not trust our certificate); "" when the failure was no handshake's.
+  virtual std::string failure_reason() const { return ""; }
 };
 
 // `fd` stays owned by the caller.
