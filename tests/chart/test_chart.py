@@ -389,14 +389,14 @@ def test_kustomize_builds_deploy():
 
 def test_owner_lookup_can_only_get_jobsets_and_is_gone_when_off():
     docs, by_kind = objects()
-    role = next(d for d in by_kind["ClusterRole"] if d["metadata"]["name"] == "shmguard-owner-lookup")
+    role = next(d for d in by_kind["ClusterRole"] if d["metadata"]["name"] == f"shmguard-{NS}-owner-lookup")
     assert role["rules"] == [{"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get"]}]
-    binding = next(d for d in by_kind["ClusterRoleBinding"] if d["metadata"]["name"] == "shmguard-owner-lookup")
+    binding = next(d for d in by_kind["ClusterRoleBinding"] if d["metadata"]["name"] == f"shmguard-{NS}-owner-lookup")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "shmguard", "namespace": NS}]
     cm = yaml.safe_load(one(by_kind, "ConfigMap")["data"]["config.yaml"])
     assert cm["ownerLookup"] == {"enabled": True, "timeoutMs": 500, "cacheSeconds": 30}
     docs, by_kind = objects(sets=["config.ownerLookup.enabled=false"])
-    assert not [d for d in docs if d["metadata"]["name"] == "shmguard-owner-lookup"]
+    assert not [d for d in docs if d["metadata"]["name"] == f"shmguard-{NS}-owner-lookup"]
     assert one(by_kind, "ServiceAccount")["automountServiceAccountToken"] is False
     assert one(by_kind, "Deployment")["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
 

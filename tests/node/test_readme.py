@@ -67,7 +67,9 @@ def test_verify_steps_as_written(release, workdir):
 
     assert re.search(r"Phase:\s+Succeeded", out("helm test shmguard"))
     # Both replicas, on the node's bridge, behind the Service.
-    assert re.search(r"10\.213\.0\.\d+:8443,10\.213\.0\.\d+:8443", out("kubectl -n shmguard get endpoints"))
+    # (1.37 lists the Service's two ports mixed, "10.213.0.95:9090,10.213.0.96:9090,10.213.0.95:8443 + 1 more...")
+    eps = out("kubectl -n shmguard get endpoints")
+    assert len(set(re.findall(r"(10\.213\.0\.\d+):\d+", eps))) == 2 and re.search(r"10\.213\.0\.\d+:8443", eps), eps
     assert out("kubectl create --dry-run=server").strip() == "8Gi"
     # The review through kubectl port-forward (API server -> kubelet -> the pod), TLS verified.
     review = out("shmguard review --server")
