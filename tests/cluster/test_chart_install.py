@@ -25,6 +25,20 @@ import yaml
 
 from conftest import BIN, SRC
 
+
+def endpoints_for(cluster, ns, ip):
+    """The chart's Service backed by `ip`, as the controllers would write it with no
+    controller-manager running: the Endpoints (what `kubectl get endpoints` shows) and the
+    EndpointSlice, which the API server's webhook service resolver reads on 1.37."""
+    ports = [{"name": "https", "port": 8443}, {"name": "metrics", "port": 9090}]
+    cluster.apply({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "shmguard", "namespace": ns},
+                   "subsets": [{"addresses": [{"ip": ip}], "ports": ports}]})
+    cluster.apply({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                   "metadata": {"name": "shmguard-test", "namespace": ns,
+                                "labels": {"kubernetes.io/service-name": "shmguard"}},
+                   "addressType": "IPv4", "endpoints": [{"addresses": [ip], "conditions": {"ready": True}}],
+                   "ports": [dict(p, protocol="TCP") for p in ports]})
+
 CHART = SRC / "charts" / "shmguard"
 CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
 IMAGE = os.environ.get("SHMGUARD_IMAGE", "")
@@ -163,9 +177,7 @@ def test_image_is_the_webhook_of_the_release(cluster, release, tmp_path):
         wait_ready(ip, 9090)
         print(f"\ncontainer start to ready (docker run to /readyz 200): {time.time() - t0:.2f} s")
         # Endpoints for the chart's Service: what the endpoints controller would write.
-        cluster.apply({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "shmguard", "namespace": ns},
-                       "subsets": [{"addresses": [{"ip": ip}],
-                                    "ports": [{"name": "https", "port": 8443}, {"name": "metrics", "port": 9090}]}]})
+        endpoints_for(cluster, ns, ip)
         ml = cluster.namespace("ml")
         pod = yaml.safe_load((SRC / "examples" / "pod-pytorch-image.yaml").read_text())
         deadline = time.time() + 30

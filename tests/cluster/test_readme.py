@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import HACK, SRC
-from test_chart_install import IMAGE, docker, files_from, wait_ready
+from test_chart_install import IMAGE, docker, endpoints_for, files_from, wait_ready
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from readme_blocks import commands, section  # noqa: E402
@@ -78,9 +78,7 @@ def test_install_and_verify_as_the_readme_says(cluster, tmp_path):
                "-v", f"{tls}:/etc/shmguard/tls:ro", "-v", f"{cfg}:/etc/shmguard/config:ro", IMAGE, *c["args"])
         ip = docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name).stdout.strip()
         wait_ready(ip, 9090)
-        cluster.apply({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "shmguard", "namespace": ns},
-                       "subsets": [{"addresses": [{"ip": ip}],
-                                    "ports": [{"name": "https", "port": 8443}, {"name": "metrics", "port": 9090}]}]})
+        endpoints_for(cluster, ns, ip)
         assert ip in sh(cluster, verify_endpoints, SRC).stdout
         deadline = time.time() + 30
         while True:  # the API server picks up new Endpoints asynchronously
