@@ -412,10 +412,22 @@ def test_monitor_is_off_by_default_and_least_privileged_when_on():
     role = next(d for d in mon if d["kind"] == "ClusterRole")
     granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     assert granted == {("", "nodes", "list"), ("", "nodes", "watch"), ("", "pods", "list"), ("", "pods", "watch"),
-                       ("", "nodes/stats", "get"), ("", "events", "create")}
+                       ("", "nodes/stats", "get"), ("", "events", "create"), ("", "namespaces", "list"),
+                       ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get")}
+    hook = one(by_kind, "MutatingWebhookConfiguration")["metadata"]["name"]
+    # The webhook configuration: this release's only, by name.
+    assert [r.get("resourceNames") for r in role["rules"] if "mutatingwebhookconfigurations" in r["resources"]] == [[hook]]
+    assert all("resourceNames" not in r for r in role["rules"] if "mutatingwebhookconfigurations" not in r["resources"])
     dep = next(d for d in mon if d["kind"] == "Deployment")
     c = dep["spec"]["template"]["spec"]["containers"][0]
     assert c["args"][:4] == ["monitor", "--listen=0.0.0.0:9090", "--period=60", "--kubelet-timeout=5"]
+    # The webhook's own config judges which pods are unprotected, read from the webhook's ConfigMap.
+    assert "--config=/etc/shmguard/config/config.yaml" in c["args"] and f"--webhook-configuration={hook}" in c["args"]
+    vols = dep["spec"]["template"]["spec"]["volumes"]
+    assert vols == [{"name": "config", "configMap": {"name": "shmguard"}}]
+    webhook_dep = next(d for d in by_kind["Deployment"] if d["metadata"]["name"] == "shmguard")
+    assert (dep["spec"]["template"]["metadata"]["annotations"]["checksum/config"] ==
+            webhook_dep["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
     assert "--no-events" in c["args"] and "--kubelet-insecure-tls" not in c["args"]
     # The webhook's Service never selects a monitor pod, nor the monitor's a webhook pod.
     pod_labels = dep["spec"]["template"]["metadata"]["labels"]
@@ -490,6 +502,29 @@ def test_monitor_alert_rules_fire_as_documented(tmp_path):
     r = subprocess.run([PROMTOOL, "test", "rules", str(tmp_path / "tests.yaml")], capture_output=True, text=True,
                        cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not PROMTOOL, reason="promtool not built (hack/testbin.sh builds it)")
+def test_unprotected_pods_alert_per_namespace_and_reason(tmp_path):
+    webhook_rules_file(tmp_path)
+    series = [
+        # team-a: two pods admitted while the webhook failed open, for 20m; team-b: one, for 3m only.
+        {"series": 'shmguard_unprotected_pods{namespace="team-a",reason="failed-open"}', "values": "2x20"},
+        {"series": 'shmguard_unprotected_pods{namespace="team-b",reason="namespace-not-selected"}', "values": "1x3 _x20"},
+    ]
+    promtool_test(tmp_path, series, [
+        {"eval_time": "3m", "alertname": "ShmguardPodsUnprotected", "exp_alerts": []},  # not yet 5m
+        {"eval_time": "8m", "alertname": "ShmguardPodsUnprotected", "exp_alerts": [{
+            "exp_labels": {"severity": "warning", "namespace": "team-a", "reason": "failed-open"},
+            "exp_annotations": {
+                "summary": "2 training pods in team-a run without the /dev/shm shmguard would give them (failed-open)",
+                "description": "They have the container runtime's 64 MiB /dev/shm (or their own, too small), and a "
+                               "DataLoader in them can die of a bus error. before-install and failed-open: recreate "
+                               "them; namespace-not-selected, object-not-selected: the webhook's selectors leave them "
+                               "out; too-small: their own sizeLimit is below their hints. Each pod has a "
+                               "ShmUnprotected Event, and `shmguard top` lists them with the reason."}}]},
+        {"eval_time": "30m", "alertname": "ShmguardPodsUnprotected", "exp_alerts": []},
+    ])
 
 
 def webhook_rules_file(tmp_path):

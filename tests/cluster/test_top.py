@@ -283,14 +283,22 @@ def test_the_monitors_service_account_can_read_stats_and_write_events_and_nothin
     for o in objs:
         cluster.apply(o)
     who = f"system:serviceaccount:{ns}:rbac-shmguard-monitor"
-    allowed = [("get", "nodes/stats"), ("list", "nodes"), ("list", "pods"), ("watch", "pods"), ("create", "events")]
+    hook = f"rbac-shmguard-{ns}"  # the release's MutatingWebhookConfiguration
+    allowed = [("get", "nodes/stats"), ("list", "nodes"), ("list", "pods"), ("watch", "pods"), ("create", "events"),
+               ("list", "namespaces"), ("get", f"mutatingwebhookconfigurations.admissionregistration.k8s.io/{hook}")]
     denied = [("get", "nodes/proxy"), ("create", "pods/exec"), ("get", "secrets"), ("list", "secrets"),
               ("create", "pods"), ("delete", "pods"), ("patch", "pods"), ("get", "configmaps"), ("update", "nodes"),
-              ("delete", "events")]
+              ("delete", "events"), ("update", "namespaces"),
+              ("list", "mutatingwebhookconfigurations.admissionregistration.k8s.io"),
+              ("get", "mutatingwebhookconfigurations.admissionregistration.k8s.io/another"),
+              ("update", f"mutatingwebhookconfigurations.admissionregistration.k8s.io/{hook}")]
     for verb, res in allowed + denied:
         resource, _, sub = res.partition("/")
-        r = cluster.kubectl("auth", "can-i", verb, resource, *([f"--subresource={sub}"] if sub else []),
-                            "--as", who, "-A", check=False)
+        if "." in resource:  # a named object: resource/name
+            what = [res]
+        else:
+            what = [resource, *([f"--subresource={sub}"] if sub else [])]
+        r = cluster.kubectl("auth", "can-i", verb, *what, "--as", who, "-A", check=False)
         assert r.stdout.strip() == ("yes" if (verb, res) in allowed else "no"), (verb, res, r.stdout, r.stderr)
     for o in objs:
         cluster.kubectl("delete", o["kind"].lower(), o["metadata"]["name"], *(["-n", ns] if o["kind"] == "ServiceAccount" else []),

@@ -15,7 +15,7 @@ ALLOWED = {
     "inject": {"base", "sizing", "config"},
     "admission": {"base", "sizing", "config", "inject"},
     "manifests": {"base", "sizing", "config", "inject"},
-    "monitor": {"base", "sizing"},
+    "monitor": {"base", "sizing", "config", "inject"},
     "kube": {"base"},
     "server": {"base", "sizing", "config", "inject", "admission", "kube"},
     "cli": {"base", "sizing", "config", "inject", "admission", "manifests", "server", "monitor", "kube"},

@@ -127,8 +127,10 @@ TEST(ShmUsage, EachNodesKubeletIsItsInternalIPAndDaemonEndpointPort) {
 
 TEST(ShmUsage, APodListPageKeepsItsContinueToken) {
   json list = {{"metadata", {{"continue", "next-page"}, {"resourceVersion", "9"}}}, {"items", {pod("p", kMemory)}}};
+  list["items"][0]["metadata"]["managedFields"] = {{{"manager", "kubelet"}}};
   const json parsed = monitor::parse_pod_list(list.dump());
   EXPECT_EQ(parsed["metadata"]["continue"], "next-page");
-  EXPECT_FALSE(parsed["metadata"].contains("resourceVersion"));
+  EXPECT_EQ(parsed["metadata"]["resourceVersion"], "9");
+  EXPECT_FALSE(parsed["items"][0]["metadata"].contains("managedFields"));
   EXPECT_EQ(monitor::shm_pods(parsed).size(), 1u);
 }

@@ -55,13 +55,14 @@ Result<std::optional<kube::Response>> list_pages(const kube::Access& api, const 
 
 }  // namespace
 
-Result<std::vector<monitor::PodShm>> list_shm_pods(const kube::Access& api, const PodQuery& q, int timeout_s) {
+Result<std::vector<monitor::PodShm>> list_pods(const kube::Access& api, const PodQuery& q, int timeout_s,
+                                               const monitor::Judge* judge) {
   std::string path = q.all_namespaces ? "/api/v1/pods" : "/api/v1/namespaces/" + url_encode(q.namespace_name) + "/pods";
   path += "?fieldSelector=" + url_encode("status.phase=Running");
   if (!q.selector.empty()) path += "&labelSelector=" + url_encode(q.selector);
   std::vector<monitor::PodShm> out;
   auto r = list_pages(api, path, timeout_s, "pods", monitor::parse_pod_list, [&](const json& page) {
-    auto more = monitor::shm_pods(page);
+    auto more = monitor::running_pods(page, judge);
     out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   });
   if (!r) return r.failure_part();
@@ -70,6 +71,55 @@ Result<std::vector<monitor::PodShm>> list_shm_pods(const kube::Access& api, cons
                    (q.all_namespaces ? std::string("in every namespace (-A)") : "in namespace " + q.namespace_name) + ")"};
   if (*r) return Failure{"listing pods: HTTP " + std::to_string((*r)->status) + ": " + kube::error_message(**r)};
   return out;
+}
+
+namespace {
+
+constexpr const char* kWebhookConfigurations = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+constexpr const char* kWebhookEntry = "pods.shmguard.io";
+
+// The configuration named `name`, or the one shmguard's label names; its error says why not.
+monitor::WebhookView read_webhook(const kube::Access& api, const std::string& name, int timeout_s) {
+  monitor::WebhookView view;
+  view.name = name;
+  const std::string path = name.empty() ? std::string(kWebhookConfigurations) + "?labelSelector=" +
+                                              url_encode("app.kubernetes.io/name=shmguard")
+                                        : std::string(kWebhookConfigurations) + "/" + url_encode(name);
+  auto r = kube::get(api, path, timeout_s, true);
+  if (!r) return view.error = "reading MutatingWebhookConfiguration " + name + ": " + r.error(), view;
+  if (r->status != 200)
+    return view.error = "cannot read MutatingWebhookConfiguration " + (name.empty() ? "labelled app.kubernetes.io/name=shmguard" : name) +
+                        ": " + kube::error_message(*r) + (r->status == 404 ? "" : " (needs `get mutatingwebhookconfigurations`)"),
+           view;
+  const json body = json::parse(r->text, nullptr, false);
+  const json* one = &body;
+  if (name.empty()) {
+    const json& items = array_items(body, "items");
+    if (items.empty()) return view.error = "no MutatingWebhookConfiguration is labelled app.kubernetes.io/name=shmguard", view;
+    one = &items[0];
+  }
+  return monitor::read_webhook_view(*one, kWebhookEntry);
+}
+
+}  // namespace
+
+monitor::Judge load_judge(const kube::Access& api, const config::Config& cfg, const std::string& configuration,
+                          const PodQuery& q, int timeout_s) {
+  monitor::Judge j;
+  j.cfg = &cfg;
+  j.webhook = read_webhook(api, configuration, timeout_s);
+  auto take = [&](const json& ns) {
+    const json* md = object_at(ns, "metadata");
+    const json* labels = md ? object_at(*md, "labels") : nullptr;
+    if (md) j.namespace_labels[str_field(*md, "name")] = labels ? *labels : json::object();
+  };
+  if (q.all_namespaces) {  // unreadable namespaces are judged by the label every namespace has
+    (void)list_pages(api, "/api/v1/namespaces", timeout_s, "namespaces", monitor::parse_namespace_list,
+                     [&](const json& page) { for (const auto& ns : array_items(page, "items")) take(ns); });
+  } else if (auto r = kube::get(api, "/api/v1/namespaces/" + url_encode(q.namespace_name), timeout_s, true); r && r->status == 200) {
+    take(json::parse(r->text, nullptr, false));
+  }
+  return j;
 }
 
 Result<std::vector<NodeTarget>> list_kubelets(const kube::Access& api, int timeout_s, const std::string& kubelet_ca,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "config/config.h"
 #include "kube/access.h"
 #include "monitor/shm_usage.h"
 #include "monitor/tracker.h"
@@ -20,7 +21,17 @@ struct PodQuery {
   std::string selector;
 };
 
-Result<std::vector<monitor::PodShm>> list_shm_pods(const kube::Access& api, const PodQuery& q, int timeout_s);
+// The running pods that mount a Memory emptyDir at /dev/shm and, with a `judge`, the ones it finds
+// unprotected.
+Result<std::vector<monitor::PodShm>> list_pods(const kube::Access& api, const PodQuery& q, int timeout_s,
+                                               const monitor::Judge* judge);
+
+// What pods are judged against (monitor/protection.h): shmguard's MutatingWebhookConfiguration
+// `configuration` ("" : the one labelled app.kubernetes.io/name=shmguard) and the labels of the
+// namespaces `q` covers. What cannot be read is said in the webhook view's error, never a failure:
+// the pods are then reported unprotected without a known reason.
+monitor::Judge load_judge(const kube::Access& api, const config::Config& cfg, const std::string& configuration,
+                          const PodQuery& q, int timeout_s);
 
 struct NodeTarget {
   std::string name;

@@ -40,24 +40,29 @@ std::string now_rfc3339() {
   return buf;
 }
 
-void write_event(const kube::Access& api, const MonitorArgs& a, const monitor::PodShm& p, const config::Config& cfg) {
-  // `p` is nearly full, so a suggestion is always there; the fallback only keeps the types honest.
-  const auto suggestion = monitor::suggestion(p, cfg.sizing).value_or(sizing::size_for_peak(p.peak, cfg.sizing));
-  const std::string msg = "/dev/shm is " + std::to_string(p.peak * 100 / *p.capacity) + "% full (" +
-                          sizing::format_quantity(p.peak) + " of " + sizing::format_quantity(*p.capacity) +
-                          "); a DataLoader that needs more dies with a bus error. Suggested: shmguard.io/size: " +
-                          sizing::format_quantity(suggestion) + " on the pod template (or its batch-size/num-workers/sample-size)";
+// A Warning Event on the pod, as `reason` with `message`.
+void write_event(const kube::Access& api, const MonitorArgs& a, const monitor::PodShm& p, const char* reason,
+                 const std::string& message) {
   const json ev = {{"apiVersion", "v1"}, {"kind", "Event"},
                    {"metadata", {{"generateName", p.name + ".shmguard-"}, {"namespace", p.namespace_name}}},
                    {"involvedObject", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", p.namespace_name},
                                        {"name", p.name}, {"uid", p.uid}}},
-                   {"reason", "ShmNearlyFull"}, {"message", msg}, {"type", "Warning"},
+                   {"reason", reason}, {"message", message}, {"type", "Warning"},
                    {"source", {{"component", "shmguard-monitor"}}},
                    {"firstTimestamp", now_rfc3339()}, {"lastTimestamp", now_rfc3339()}, {"count", 1}};
   auto r = kube::post(api, "/api/v1/namespaces/" + url_encode(p.namespace_name) + "/events", ev, a.timeout_s);
   if (!r || (r->status != 201 && r->status != 200))
     std::cerr << ("shmguard monitor: event on " + p.namespace_name + "/" + p.name + ": " +  // one write: threads
                   (r ? kube::error_message(*r) + " (needs `create events`)" : r.error()) + "\n");
+}
+
+std::string nearly_full_message(const monitor::PodShm& p, const config::Config& cfg) {
+  // `p` is nearly full, so a suggestion is always there; the fallback only keeps the types honest.
+  const auto suggestion = monitor::suggestion(p, cfg.sizing).value_or(sizing::size_for_peak(p.peak, cfg.sizing));
+  return "/dev/shm is " + std::to_string(p.peak * 100 / *p.capacity) + "% full (" + sizing::format_quantity(p.peak) +
+         " of " + sizing::format_quantity(*p.capacity) +
+         "); a DataLoader that needs more dies with a bus error. Suggested: shmguard.io/size: " +
+         sizing::format_quantity(suggestion) + " on the pod template (or its batch-size/num-workers/sample-size)";
 }
 
 double wall_s() {
@@ -76,31 +81,44 @@ void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Conf
                Shared& state) {
   const auto t0 = Clock::now();
   auto nodes = list_kubelets(api, a.timeout_s, ca, a.kubelet_insecure_tls);
-  auto pods = nodes ? list_shm_pods(api, {true, "", ""}, a.timeout_s) : nodes.failure_part();
+  const monitor::Judge judge = load_judge(api, cfg, a.webhook_configuration, {true, "", ""}, a.timeout_s);
+  if (!judge.webhook.error.empty()) std::cerr << "shmguard monitor: cycle " << cycle << ": " << judge.webhook.error << "\n";
+  auto pods = nodes ? list_pods(api, {true, "", ""}, a.timeout_s, &judge) : nodes.failure_part();
   if (!nodes || !pods) {
     std::cerr << "shmguard monitor: cycle " << cycle << ": " << (nodes ? pods.error() : nodes.error()) << "\n";
     return;
   }
   std::vector<NodeTarget> wanted;  // only nodes that run a pod with a /dev/shm
   for (auto& n : *nodes)
-    if (std::any_of(pods->begin(), pods->end(), [&](const monitor::PodShm& p) { return p.node == n.name; }))
+    if (std::any_of(pods->begin(), pods->end(), [&](const monitor::PodShm& p) { return p.node == n.name && !p.volume.empty(); }))
       wanted.push_back(std::move(n));
   auto scrapes = read_summaries(api, wanted, *pods, a.timeout_s, a.parallel);
   std::size_t failed = 0;
   for (const auto& s : scrapes)
     if (!s.ok) ++failed, std::cerr << "shmguard monitor: node " << s.node << ": " << s.error << "\n";
-  std::vector<monitor::PodShm> full;
+  std::vector<monitor::PodShm> full, unprotected;
   {
     std::lock_guard<std::mutex> lock(state.mu);
     state.tracker.update(*pods, scrapes, wall_s());
     full = state.tracker.newly_full();
+    unprotected = state.tracker.newly_unprotected();
     state.ready = true;
   }
-  if (a.events)  // in parallel as the scrapes: 500 pods crossing 90% at once are 500 POSTs
-    parallel_for(full.size(), a.parallel, [&](unsigned, std::size_t i) { write_event(api, a, full[i], cfg); });
+  if (a.events) {  // in parallel as the scrapes: 500 pods crossing 90% at once are 500 POSTs
+    parallel_for(full.size(), a.parallel, [&](unsigned, std::size_t i) {
+      write_event(api, a, full[i], "ShmNearlyFull", nearly_full_message(full[i], cfg));
+    });
+    parallel_for(unprotected.size(), a.parallel, [&](unsigned, std::size_t i) {
+      const auto& p = unprotected[i];
+      write_event(api, a, p, "ShmUnprotected", monitor::unprotected_message(p.protection, p.namespace_name, judge));
+    });
+  }
+  const auto n_unprotected = std::count_if(pods->begin(), pods->end(), [](const monitor::PodShm& p) {
+    return p.protection.reason != monitor::Unprotected::kNo;
+  });
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-  std::cerr << "shmguard monitor: cycle " << cycle << ": " << pods->size() << " pods on " << scrapes.size() << " nodes ("
-            << failed << " failed) in " << ms << " ms\n";
+  std::cerr << "shmguard monitor: cycle " << cycle << ": " << pods->size() - n_unprotected << " pods with a /dev/shm and "
+            << n_unprotected << " unprotected, " << scrapes.size() << " nodes (" << failed << " failed) in " << ms << " ms\n";
 }
 
 // What a monitor's metrics say, for --check.
@@ -230,7 +248,10 @@ void add_monitor(CLI::App& app, Outcome& out) {
   c->add_option("--parallel", a->parallel, "kubelets read at once")->capture_default_str();
   c->add_option("--kubelet-ca", a->kubelet_ca, "PEM CA of the kubelets' serving certificates (default: the API server's CA)")->check(CLI::ExistingFile);
   c->add_flag("--kubelet-insecure-tls", a->kubelet_insecure_tls, "do not verify the kubelets' serving certificates");
-  c->add_flag("!--no-events", a->events, "do not write the 90% Event");
+  c->add_flag("!--no-events", a->events, "do not write the 90% and unprotected Events");
+  c->add_option("--webhook-configuration", a->webhook_configuration,
+      "shmguard's MutatingWebhookConfiguration, to say why a pod is unprotected (default: the one labelled "
+      "app.kubernetes.io/name=shmguard)");
   c->add_option("--cycles", a->cycles, "stop after this many cycles (0: until SIGTERM)")->capture_default_str();
   c->add_option("--config", *config, "YAML config file (headroom and min, for the suggestion)");
   auto* check = c->add_option("--check", check_args->url,

@@ -1,7 +1,9 @@
 // `shmguard monitor`: the chart's optional Deployment (monitor.enabled). On a period it lists the
 // nodes and the running pods with a /dev/shm, reads every kubelet's Summary API in parallel
 // (`nodes/stats`, as metrics-server does), keeps each pod's peak while it lives, serves Prometheus
-// metrics, and writes an Event on a pod the first time its /dev/shm reaches 90%.
+// metrics, and writes an Event on a pod the first time its /dev/shm reaches 90%. Every running pod
+// is judged by the engine: a training pod without the /dev/shm shmguard would give it is reported
+// unprotected, with why (monitor/protection.h), in the metrics and an Event.
 #pragma once
 
 #include <string>
@@ -18,7 +20,8 @@ struct MonitorArgs {
   unsigned parallel = 32;               // kubelets read at once
   std::string kubelet_ca;               // PEM file the kubelets' serving certificates chain to
   bool kubelet_insecure_tls = false;    // do not verify them (self-signed kubelet certificates)
-  bool events = true;                   // write the 90% Event
+  bool events = true;                   // write the 90% and the unprotected Events
+  std::string webhook_configuration;    // shmguard's MutatingWebhookConfiguration ("" : by its label)
   int cycles = 0;                       // stop after this many (tests); 0: run until SIGTERM
 };
 

@@ -2,6 +2,7 @@
 // kubelet's Summary API (monitor/shm_usage.h says why never usedBytes).
 #include "cli/top.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -30,7 +31,7 @@ using monitor::PodShm;
 std::map<std::string, std::string> read_nodes(const kube::Access& access, const TopArgs& a, std::vector<PodShm>& pods) {
   std::set<std::string> names;
   for (const auto& p : pods)
-    if (!p.node.empty()) names.insert(p.node);
+    if (!p.node.empty() && !p.volume.empty()) names.insert(p.node);
   std::vector<NodeTarget> nodes;
   for (const auto& n : names) nodes.push_back({n, std::nullopt});
   std::map<std::string, std::string> failed;
@@ -56,16 +57,25 @@ std::string percent(const PodShm& p) {
 
 std::string owner(const PodShm& p) { return p.owner_kind.empty() ? "-" : p.owner_kind + "/" + p.owner_name; }
 
+// The verdict on the pod's /dev/shm volume; "-" for an unprotected pod without one.
+std::string verdict_text(const PodShm& p, const sizing::Params& params) {
+  return p.volume.empty() ? "-" : monitor::verdict_name(monitor::verdict(p, params));
+}
+
 void render_table(const std::vector<PodShm>& pods, bool watch, const sizing::Params& params, std::ostream& os) {
   std::vector<std::vector<std::string>> rows{{"NAMESPACE/POD", "OWNER", "SIZE", "MOUNTED", "USED", "", "USE%"}};
   if (watch) rows[0].push_back("PEAK");
   rows[0].push_back("VERDICT");
+  // The column when there is something to say in it.
+  const bool any = std::any_of(pods.begin(), pods.end(), [](const PodShm& p) { return p.protection.reason != monitor::Unprotected::kNo; });
+  if (any) rows[0].push_back("UNPROTECTED");
   for (const auto& p : pods) {
     std::vector<std::string> r{p.namespace_name + "/" + p.name, owner(p), q(p.size_limit), q(p.capacity),
                                p.used ? sizing::format_human(*p.used) : "-",
                                p.capacity ? bar(p.used.value_or(0), *p.capacity) : "", percent(p)};
     if (watch) r.push_back(p.capacity ? sizing::format_human(p.peak) : "-");
-    r.push_back(monitor::verdict_name(monitor::verdict(p, params)));
+    r.push_back(verdict_text(p, params));
+    if (any) r.push_back(monitor::unprotected_row(p.protection.reason).text);
     rows.push_back(std::move(r));
   }
   std::vector<std::size_t> width(rows[0].size(), 0);
@@ -89,12 +99,30 @@ void render_table(const std::vector<PodShm>& pods, bool watch, const sizing::Par
        << "): shmguard.io/size: " << sizing::format_quantity(size) << "\n";
 }
 
-json to_json(const std::vector<PodShm>& pods, const sizing::Params& params, const std::map<std::string, std::string>& failed) {
+// One line per unprotected pod, after the table: why, and what to do.
+void render_unprotected(const std::vector<PodShm>& pods, const monitor::Judge& judge, std::ostream& os) {
+  for (const auto& p : pods)
+    if (p.protection.reason != monitor::Unprotected::kNo)
+      os << "unprotected: " << p.namespace_name << "/" << p.name << ": "
+         << monitor::unprotected_message(p.protection, p.namespace_name, judge) << "\n";
+}
+
+json unprotected_json(const PodShm& p, const monitor::Judge& judge) {
+  if (p.protection.reason == monitor::Unprotected::kNo) return nullptr;
+  json j = {{"reason", monitor::unprotected_row(p.protection.reason).name},
+            {"needBytes", p.protection.need}, {"need", sizing::format_quantity(p.protection.need)},
+            {"message", monitor::unprotected_message(p.protection, p.namespace_name, judge)}};
+  j["hasBytes"] = p.protection.has ? json(*p.protection.has) : json(nullptr);
+  return j;
+}
+
+json to_json(const std::vector<PodShm>& pods, const sizing::Params& params, const std::map<std::string, std::string>& failed,
+             const monitor::Judge& judge) {
   json items = json::array();
   for (const auto& p : pods) {
     json j = {{"namespace", p.namespace_name}, {"pod", p.name}, {"node", p.node},
               {"owner", {{"kind", p.owner_kind}, {"name", p.owner_name}}}, {"volume", p.volume},
-              {"verdict", monitor::verdict_name(monitor::verdict(p, params))}};
+              {"verdict", verdict_text(p, params)}, {"unprotected", unprotected_json(p, judge)}};
     j["sizeLimitBytes"] = p.size_limit ? json(*p.size_limit) : json(nullptr);
     j["mountedBytes"] = p.capacity ? json(*p.capacity) : json(nullptr);
     j["usedBytes"] = p.used ? json(*p.used) : json(nullptr);
@@ -119,7 +147,9 @@ int run_top(const TopArgs& a, const config::Config& cfg) {
   auto access = kube::load_access(a.kubeconfig, a.context);
   if (!access) return fail("top", access.error());
   const std::string ns = a.namespace_name.empty() ? "default" : a.namespace_name;
-  auto pods = list_shm_pods(*access, {a.all_namespaces, ns, a.selector}, a.timeout_s);
+  const PodQuery query{a.all_namespaces, ns, a.selector};
+  const monitor::Judge judge = load_judge(*access, cfg, a.webhook_configuration, query, a.timeout_s);
+  auto pods = list_pods(*access, query, a.timeout_s, &judge);
   if (!pods) return fail("top", pods.error());
   auto failed = read_nodes(*access, a, *pods);
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(*watch_s);
@@ -131,12 +161,13 @@ int run_top(const TopArgs& a, const config::Config& cfg) {
     *pods = std::move(again);
   }
   if (a.output == "json") {
-    std::cout << to_json(*pods, cfg.sizing, failed).dump(2) << "\n";
+    std::cout << to_json(*pods, cfg.sizing, failed, judge).dump(2) << "\n";
   } else if (pods->empty()) {
-    std::cout << "No running pods mount a Memory emptyDir at /dev/shm"
+    std::cout << "No running pods mount a Memory emptyDir at /dev/shm, and no training pod lacks one"
               << (a.all_namespaces ? "" : " in namespace " + ns) << ".\n";
   } else {
     render_table(*pods, *watch_s > 0, cfg.sizing, std::cout);
+    render_unprotected(*pods, judge, std::cout);
   }
   for (const auto& [n, why] : failed) std::cerr << "shmguard top: node " << n << ": " << why << "; its pods have no figures\n";
   return failed.empty() ? kExitOk : kExitFindings;
@@ -155,7 +186,11 @@ void add_top(CLI::App& app, Outcome& out) {
   c->add_option("--interval", a->interval_s, "seconds between samples with --watch")->capture_default_str();
   c->add_option("-o,--output", a->output, "table or json")->check(CLI::IsMember({"table", "json"}));
   c->add_option("--request-timeout", a->timeout_s, "seconds per request to the API server")->capture_default_str();
-  c->add_option("--config", *config, "YAML config file (headroom and min, for the suggestion)");
+  c->add_option("--config", *config, "YAML config file: the webhook's (its selection rules judge which pods are "
+                 "unprotected; headroom and min give the suggestion)");
+  c->add_option("--webhook-configuration", a->webhook_configuration,
+      "shmguard's MutatingWebhookConfiguration, to say why a pod is unprotected (default: the one labelled "
+      "app.kubernetes.io/name=shmguard)");
   c->callback([a, config, &out] {
     auto cfg = load_config(*config);
     out.code = cfg ? run_top(*a, *cfg) : fail(cfg.error());

@@ -44,14 +44,15 @@ void set_owner(const json& pod_md, PodShm& p) {
   }
 }
 
-using Keep = std::unordered_set<std::string_view>;
+using Keys = std::unordered_set<std::string_view>;
 
-// A SAX handler that builds only the object members whose key is in `keep` (at any depth): a
-// member it leaves out is lexed and dropped, never built. (nlohmann's parser callback builds each
-// value before it may be discarded: 1.5x the time and twice the memory on a 60 MB pod list.)
+// A SAX handler that builds only the object members whose key is in `keys` (at any depth), or, with
+// `drop`, all but those: a member it leaves out is lexed and dropped, never built. (nlohmann's
+// parser callback builds each value before it may be discarded: 1.5x the time and twice the memory
+// on a 60 MB pod list.)
 class KeepingSax {
  public:
-  explicit KeepingSax(const Keep& keep) : keep_(keep) {}
+  KeepingSax(const Keys& keys, bool drop) : keys_(keys), drop_(drop) {}
   json result;
 
   bool null() { return put(nullptr); }
@@ -67,7 +68,7 @@ class KeepingSax {
   bool end_array() { return close(); }
   bool key(std::string& k) {
     if (skip_depth_ > 0) return true;
-    if (keep_.count(k) == 0) skip_next_ = true;
+    if ((keys_.count(k) == 0) != drop_) skip_next_ = true;
     else key_ = std::move(k);
     return true;
   }
@@ -100,16 +101,18 @@ class KeepingSax {
     return &(top[key_] = std::move(v));
   }
 
-  const Keep& keep_;
+  const Keys& keys_;
+  const bool drop_;
   std::vector<json*> stack_;
   std::string key_;
   int skip_depth_ = 0;     // inside a member left out, this many containers deep
   bool skip_next_ = false;  // the next value belongs to a key left out
 };
 
-// Parses `text` keeping only object keys in `keep` (at any depth); null when it is not JSON.
-json parse_keeping(const std::string& text, const Keep& keep) {
-  KeepingSax sax(keep);
+// Parses `text` keeping only object keys in `keys` (at any depth), or with `drop` all but those;
+// null when it is not JSON.
+json parse_keeping(const std::string& text, const Keys& keys, bool drop = false) {
+  KeepingSax sax(keys, drop);
   if (!json::sax_parse(text, &sax, json::input_format_t::json, true)) return json();
   return std::move(sax.result);
 }
@@ -117,18 +120,26 @@ json parse_keeping(const std::string& text, const Keep& keep) {
 }  // namespace
 
 json parse_pod_list(const std::string& text) {
-  static const Keep keep{"items", "metadata", "name", "namespace", "uid", "labels", "ownerReferences", "kind",
-                                "controller", "jobset.sigs.k8s.io/jobset-name", "spec", "nodeName", "containers",
-                                "volumeMounts", "mountPath", "volumes", "emptyDir", "medium", "sizeLimit", "status",
-                                "phase", "continue"};
-  return parse_keeping(text, keep);
+  // Every running pod is judged by the engine (protection.h), which reads what a pod's spec says of
+  // its containers: the list is kept but for what neither the engine nor the monitor reads, the
+  // heaviest parts of a real pod.
+  static const Keys drop{"managedFields", "kubectl.kubernetes.io/last-applied-configuration", "conditions",
+                         "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "affinity", "tolerations",
+                         "topologySpreadConstraints", "podIPs", "hostIPs", "dnsConfig", "readinessGates",
+                         "imageID", "containerID", "ports", "securityContext"};
+  return parse_keeping(text, drop, true);
 }
 
 json parse_node_list(const std::string& text) {
   // A node's status carries its images and conditions (tens of KB on a busy node): kept out.
-  static const Keep keep{"items", "metadata", "name", "continue", "status", "addresses",
+  static const Keys keep{"items", "metadata", "name", "continue", "status", "addresses",
                                                          "type", "address", "daemonEndpoints", "kubeletEndpoint", "Port"};
   return parse_keeping(text, keep);
+}
+
+json parse_namespace_list(const std::string& text) {
+  static const Keys drop{"managedFields", "annotations", "spec", "status"};
+  return parse_keeping(text, drop, true);
 }
 
 std::vector<KubeletAddress> kubelet_addresses(const json& node_list) {
@@ -152,37 +163,52 @@ std::vector<KubeletAddress> kubelet_addresses(const json& node_list) {
 }
 
 json parse_summary(const std::string& text) {
-  static const Keep keep{"pods", "podRef", "name", "namespace", "uid", "volume",
+  static const Keys keep{"pods", "podRef", "name", "namespace", "uid", "volume",
                                                          "capacityBytes", "availableBytes", "usedBytes"};
   return parse_keeping(text, keep);
 }
 
-std::vector<PodShm> shm_pods(const json& pod_list) {
-  std::vector<PodShm> out;
-  for (const auto& pod : array_items(pod_list, "items")) {
-    const json* status = child(pod, "status");
-    if (!status || str_field(*status, "phase") != "Running") continue;
-    const json* spec = child(pod, "spec");
-    const json* md = child(pod, "metadata");
-    if (!spec || !md) continue;
-    const std::string volume = shm_mount(*spec);
-    if (volume.empty()) continue;
-    for (const auto& v : array_items(*spec, "volumes")) {
-      const json* ed = child(v, "emptyDir");
-      if (str_field(v, "name") != volume || !ed || str_field(*ed, "medium") != "Memory") continue;
-      PodShm p;
-      p.namespace_name = str_field(*md, "namespace");
-      p.name = str_field(*md, "name");
-      p.uid = str_field(*md, "uid");
-      p.node = str_field(*spec, "nodeName");
-      p.volume = volume;
-      if (auto limit = str_field(*ed, "sizeLimit"); !limit.empty())
-        if (auto q = sizing::parse_size(limit)) p.size_limit = *q;
-      set_owner(*md, p);
-      out.push_back(std::move(p));
-      break;
-    }
+namespace {
+
+// The Memory emptyDir named `volume` among the pod's volumes, or null.
+const json* memory_volume(const json& spec, const std::string& volume) {
+  for (const auto& v : array_items(spec, "volumes")) {
+    const json* ed = child(v, "emptyDir");
+    if (str_field(v, "name") == volume && ed && str_field(*ed, "medium") == "Memory") return ed;
   }
+  return nullptr;
+}
+
+// The pod's record when it mounts a Memory emptyDir at /dev/shm or `judge` finds it unprotected.
+std::optional<PodShm> running_pod(const json& pod, const Judge* judge) {
+  const json* status = child(pod, "status");
+  const json* spec = child(pod, "spec");
+  const json* md = child(pod, "metadata");
+  if (!status || str_field(*status, "phase") != "Running" || !spec || !md) return std::nullopt;
+  PodShm p;
+  const std::string volume = shm_mount(*spec);
+  const json* ed = volume.empty() ? nullptr : memory_volume(*spec, volume);
+  if (judge) p.protection = judge_pod(pod, *judge);
+  if (!ed && p.protection.reason == Unprotected::kNo) return std::nullopt;
+  p.namespace_name = str_field(*md, "namespace");
+  p.name = str_field(*md, "name");
+  p.uid = str_field(*md, "uid");
+  p.node = str_field(*spec, "nodeName");
+  if (ed) {
+    p.volume = volume;
+    if (auto limit = str_field(*ed, "sizeLimit"); !limit.empty())
+      if (auto q = sizing::parse_size(limit)) p.size_limit = *q;
+  }
+  set_owner(*md, p);
+  return p;
+}
+
+}  // namespace
+
+std::vector<PodShm> running_pods(const json& pod_list, const Judge* judge) {
+  std::vector<PodShm> out;
+  for (const auto& pod : array_items(pod_list, "items"))
+    if (auto p = running_pod(pod, judge)) out.push_back(std::move(*p));
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "monitor/protection.h"
 #include "sizing/formula.h"
 
 namespace shmguard::monitor {
@@ -20,7 +21,7 @@ namespace shmguard::monitor {
 struct PodShm {
   std::string namespace_name, name, uid, node;
   std::string owner_kind, owner_name;  // the controller (a JobSet for its Jobs' pods); "" for a bare pod
-  std::string volume;                  // the Memory emptyDir mounted at /dev/shm
+  std::string volume;                  // the Memory emptyDir mounted at /dev/shm; "" for an unprotected pod without one
   std::optional<std::uint64_t> size_limit;  // its sizeLimit, when set
   // From the node's Summary API; unset until a summary names the volume (the kubelet reports a
   // volume about a minute after the pod starts: its volume stats period).
@@ -28,6 +29,7 @@ struct PodShm {
   std::optional<std::uint64_t> used;      // capacity - available
   std::uint64_t du_bytes = 0;             // the kubelet's usedBytes, shown only to say why it is not used
   std::uint64_t peak = 0;                 // the most `used` seen (top --watch, the monitor)
+  Protection protection;                  // what the engine says of it (unjudged: kNo)
 };
 
 // A PodList or a Summary API response parsed keeping only the fields these functions read (a
@@ -37,6 +39,7 @@ nlohmann::json parse_pod_list(const std::string& text);
 nlohmann::json parse_summary(const std::string& text);
 
 nlohmann::json parse_node_list(const std::string& text);
+nlohmann::json parse_namespace_list(const std::string& text);  // names and labels
 
 // Where each node's kubelet listens, from a NodeList: its InternalIP (else Hostname, ExternalIP)
 // and status.daemonEndpoints.kubeletEndpoint.Port (10250 when absent). Nodes without either are
@@ -48,8 +51,10 @@ struct KubeletAddress {
 std::vector<KubeletAddress> kubelet_addresses(const nlohmann::json& node_list);
 
 // Running pods of a PodList that mount a Memory-medium emptyDir at /dev/shm in a regular container,
-// whoever made it (shmguard or the user).
-std::vector<PodShm> shm_pods(const nlohmann::json& pod_list);
+// whoever made it (shmguard or the user), and with a `judge` also the ones it finds unprotected
+// (with no such volume when they have none).
+std::vector<PodShm> running_pods(const nlohmann::json& pod_list, const Judge* judge);
+inline std::vector<PodShm> shm_pods(const nlohmann::json& pod_list) { return running_pods(pod_list, nullptr); }
 
 // Where each pod is in a vector of them: by uid, and by "namespace/name" for pods without one.
 using PodIndex = std::unordered_map<std::string, std::size_t>;

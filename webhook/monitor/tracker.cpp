@@ -88,6 +88,7 @@ std::vector<Sample> parse_exposition(const std::string& text) {
 void Tracker::update(const std::vector<PodShm>& pods, const std::vector<NodeScrape>& nodes, double now_s) {
   ++cycles_;
   newly_full_.clear();
+  newly_unprotected_.clear();
   std::map<std::string, PodShm> next;
   for (const auto& p : pods) {
     PodShm cur = p;
@@ -98,9 +99,14 @@ void Tracker::update(const std::vector<PodShm>& pods, const std::vector<NodeScra
         cur.used = old->second.used;
       }
     }
-    if (nearly_full(cur) && !warned_[key(cur)]) {
-      warned_[key(cur)] = true;
+    Warned& w = warned_[key(cur)];
+    if (nearly_full(cur) && !w.full) {
+      w.full = true;
       newly_full_.push_back(cur);
+    }
+    if (cur.protection.reason != Unprotected::kNo && !w.unprotected) {
+      w.unprotected = true;
+      newly_unprotected_.push_back(cur);
     }
     next.emplace(key(cur), std::move(cur));
   }
@@ -111,6 +117,24 @@ void Tracker::update(const std::vector<PodShm>& pods, const std::vector<NodeScra
     if (n.ok) s.last_good_s = now_s;
     else ++s.errors;
   }
+}
+
+void Tracker::unprotected(std::string& out) const {
+  family(out, "shmguard_pod_unprotected", "gauge",
+         "1 for a running training pod without the /dev/shm shmguard would give it; reason says why.");
+  std::map<std::pair<std::string, std::string>, std::uint64_t> by_namespace;
+  for (const auto& [k, p] : pods_) {
+    if (p.protection.reason == Unprotected::kNo) continue;
+    const std::string reason = unprotected_row(p.protection.reason).name;
+    std::string labels = pod_labels(p);
+    labels.insert(labels.size() - 1, ",reason=\"" + reason + "\"");
+    out += "shmguard_pod_unprotected" + labels + " 1\n";
+    ++by_namespace[{p.namespace_name, reason}];
+  }
+  family(out, "shmguard_unprotected_pods", "gauge", "Running training pods without the /dev/shm shmguard would give them.");
+  for (const auto& [nr, n] : by_namespace)
+    out += "shmguard_unprotected_pods{namespace=\"" + label_value(nr.first) + "\",reason=\"" + nr.second + "\"} " +
+           std::to_string(n) + "\n";
 }
 
 std::string Tracker::exposition(double now_s) const {
@@ -125,6 +149,7 @@ std::string Tracker::exposition(double now_s) const {
   family(out, "shmguard_shm_peak_bytes", "gauge", "Most bytes seen in use in the pod's /dev/shm while it lives.");
   for (const auto& [k, p] : pods_)
     if (p.capacity) out += "shmguard_shm_peak_bytes" + pod_labels(p) + " " + std::to_string(p.peak) + "\n";
+  unprotected(out);
   family(out, "shmguard_node_scrape_errors_total", "counter", "Summary API scrapes of the node that failed.");
   for (const auto& [n, s] : nodes_)
     out += "shmguard_node_scrape_errors_total{node=\"" + label_value(n) + "\"} " + std::to_string(s.errors) + "\n";

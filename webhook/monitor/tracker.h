@@ -28,19 +28,28 @@ class Tracker {
   // its life): the monitor writes an Event on each.
   const std::vector<PodShm>& newly_full() const { return newly_full_; }
 
+  // Pods first seen unprotected (protection.h) in the last update, each once in its life: the
+  // monitor writes an Event on each.
+  const std::vector<PodShm>& newly_unprotected() const { return newly_unprotected_; }
+
   std::string exposition(double now_s) const;
 
   std::size_t pods() const { return pods_.size(); }
 
  private:
+  void unprotected(std::string& out) const;  // its two families
+
   struct Node {
     double last_good_s = -1;
     std::uint64_t errors = 0;
   };
   std::map<std::string, PodShm> pods_;  // by uid (namespace/name when there is none)
-  std::map<std::string, bool> warned_;  // by uid: an Event was written
+  struct Warned {
+    bool full = false, unprotected = false;
+  };
+  std::map<std::string, Warned> warned_;  // by uid: which Events were written
   std::map<std::string, Node> nodes_;
-  std::vector<PodShm> newly_full_;
+  std::vector<PodShm> newly_full_, newly_unprotected_;
   std::uint64_t cycles_ = 0;
 };
 

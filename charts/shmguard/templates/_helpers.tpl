@@ -130,6 +130,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   annotations:
     summary: "/dev/shm of {{ "{{" }} $labels.namespace {{ "}}" }}/{{ "{{" }} $labels.pod {{ "}}" }} never used 1/8 of its size"
     description: "Its peak so far is under 1/8 of the size; a smaller shmguard.io/size frees memory the pod's limit counts. `shmguard top` suggests one."
+- alert: ShmguardPodsUnprotected
+  expr: sum by (namespace, reason) (shmguard_unprotected_pods) > 0
+  for: {{ .Values.monitor.prometheusRule.unprotectedFor }}
+  labels:
+    severity: warning
+  annotations:
+    summary: "{{ "{{" }} $value {{ "}}" }} training pods in {{ "{{" }} $labels.namespace {{ "}}" }} run without the /dev/shm shmguard would give them ({{ "{{" }} $labels.reason {{ "}}" }})"
+    description: "They have the container runtime's 64 MiB /dev/shm (or their own, too small), and a DataLoader in them can die of a bus error. before-install and failed-open: recreate them; namespace-not-selected, object-not-selected: the webhook's selectors leave them out; too-small: their own sizeLimit is below their hints. Each pod has a ShmUnprotected Event, and `shmguard top` lists them with the reason."
 {{- end -}}
 
 {{/* The name of the webhook in the MutatingWebhookConfiguration: the API server's admission metrics
