@@ -134,3 +134,25 @@ TEST(ShmUsage, APodListPageKeepsItsContinueToken) {
   EXPECT_FALSE(parsed["items"][0]["metadata"].contains("managedFields"));
   EXPECT_EQ(monitor::shm_pods(parsed).size(), 1u);
 }
+
+TEST(ShmUsage, RestartsAndTheLastEndFromTheContainerStatuses) {
+  json p = pod("p", kMemory);
+  p["status"]["containerStatuses"] = {
+      {{"name", "sidecar"}, {"restartCount", 1},
+       {"lastState", {{"terminated", {{"exitCode", 0}, {"finishedAt", "2026-12-06T09:00:00Z"}}}}}},
+      {{"name", "train"}, {"restartCount", 2}, {"state", {{"running", {{"startedAt", "2026-12-06T10:01:20Z"}}}}},
+       {"lastState", {{"terminated", {{"exitCode", 139}, {"finishedAt", "2026-12-06T10:01:10Z"}}}}}}};
+  auto pods = monitor::shm_pods(monitor::parse_pod_list(json{{"items", {p}}}.dump()));
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0].restarts, 3u);
+  EXPECT_EQ(pods[0].restarted_container, "train");
+  EXPECT_EQ(pods[0].restart_exit_code, 139);
+  EXPECT_EQ(pods[0].restart_finished, "2026-12-06T10:01:10Z");
+  json s = summary();
+  s["pods"][0]["volume"][0]["time"] = "2026-12-06T10:02:00Z";
+  s["pods"][0]["volume"][0]["usedBytes"] = 209715200;
+  auto again = monitor::shm_pods({{"items", {pod("p", kMemory)}}});
+  monitor::apply_summary(again, "node-a", monitor::parse_summary(s.dump()));
+  EXPECT_EQ(again[0].stats_time, "2026-12-06T10:02:00Z");
+  EXPECT_EQ(again[0].du_bytes, 209715200u);
+}

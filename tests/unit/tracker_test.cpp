@@ -95,3 +95,63 @@ TEST(Tracker, LinesThatAreNotSamplesAreSkipped) {
   EXPECT_EQ(samples[1].name, "bare");
   EXPECT_DOUBLE_EQ(samples[1].value, 4.5);
 }
+
+namespace {
+
+// A pod with shmguard's volume whose container `train` restarted `restarts` times, the last ending
+// at `finished`; the kubelet's figures taken at `stats_time` with `du` bytes of files.
+monitor::PodShm restarted(std::uint64_t restarts, const std::string& finished, const std::string& stats_time,
+                          std::uint64_t du, bool figures = true) {
+  monitor::PodShm p;
+  p.namespace_name = "ml";
+  p.name = "crashy";
+  p.uid = "uid-crashy";
+  p.volume = "shmguard-dshm";
+  p.restarts = restarts;
+  p.restarted_container = "train";
+  p.restart_finished = finished;
+  p.restart_exit_code = 139;
+  if (figures) {
+    p.capacity = 1ULL << 30;
+    p.used = du + (5ULL << 20);
+    p.du_bytes = du;
+    p.stats_time = stats_time;
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST(Tracker, ARestartWhoseFilesStayedIsALeftoverOncePerRestart) {
+  monitor::Tracker t;
+  t.update({restarted(0, "", "2026-12-06T10:00:00Z", 0)}, {}, 0);
+  EXPECT_TRUE(t.newly_leftover().empty());
+  EXPECT_EQ(t.exposition(0).find("shmguard_shm_leftover_bytes{"), std::string::npos);  // never restarted
+  // It crashed at 10:01:10; the kubelet's figures are from before: not yet judged.
+  t.update({restarted(1, "2026-12-06T10:01:10Z", "2026-12-06T10:01:00Z", 0)}, {}, 30);
+  EXPECT_TRUE(t.newly_leftover().empty());
+  // A cycle whose node did not answer: still waiting.
+  t.update({restarted(1, "2026-12-06T10:01:10Z", "", 0, false)}, {}, 60);
+  EXPECT_TRUE(t.newly_leftover().empty());
+  // The first figures after it: 200Mi of files the dead process left.
+  t.update({restarted(1, "2026-12-06T10:01:10Z", "2026-12-06T10:02:00Z", 200ULL << 20)}, {}, 90);
+  ASSERT_EQ(t.newly_leftover().size(), 1u);
+  EXPECT_EQ(t.newly_leftover()[0].du_bytes, 200ULL << 20);
+  EXPECT_NE(t.exposition(90).find("shmguard_shm_leftover_bytes{namespace=\"ml\",pod=\"crashy\",owner_kind=\"\","
+                                  "owner_name=\"\"} 209715200\n"), std::string::npos);
+  t.update({restarted(1, "2026-12-06T10:01:10Z", "2026-12-06T10:03:00Z", 200ULL << 20)}, {}, 120);
+  EXPECT_TRUE(t.newly_leftover().empty());  // the same restart: told once
+  // The next restart with /dev/shm back near zero (a live DataLoader's unlinked segments read 0 in du).
+  t.update({restarted(2, "2026-12-06T10:05:00Z", "2026-12-06T10:06:00Z", 512ULL << 10)}, {}, 150);
+  EXPECT_TRUE(t.newly_leftover().empty());
+  EXPECT_NE(t.exposition(150).find("pod=\"crashy\",owner_kind=\"\",owner_name=\"\"} 524288\n"), std::string::npos);
+}
+
+TEST(Tracker, APodFirstSeenAfterARestartIsJudgedToo) {
+  monitor::Tracker t;  // the monitor started after the crash
+  t.update({restarted(3, "2026-12-06T10:01:10Z", "2026-12-06T10:02:00Z", 300ULL << 20)}, {}, 0);
+  EXPECT_EQ(t.newly_leftover().size(), 1u);
+  EXPECT_FALSE(monitor::leftover_worth_telling(1ULL << 20, 200ULL << 30));  // under 1% of 200Gi
+  EXPECT_TRUE(monitor::leftover_worth_telling(1ULL << 20, 64ULL << 20));
+  EXPECT_FALSE(monitor::leftover_worth_telling((1ULL << 20) - 1, 64ULL << 20));
+}

@@ -65,6 +65,16 @@ std::string nearly_full_message(const monitor::PodShm& p, const config::Config& 
          sizing::format_quantity(suggestion) + " on the pod template (or its batch-size/num-workers/sample-size)";
 }
 
+std::string leftover_message(const monitor::PodShm& p) {
+  return "container " + p.restarted_container + " restarted (exit code " + std::to_string(p.restart_exit_code) +
+         (p.restart_finished.empty() ? "" : " at " + p.restart_finished) + ") and its /dev/shm still holds " +
+         sizing::format_quantity(p.du_bytes) + " of files (" + sizing::format_quantity(p.used.value_or(p.du_bytes)) +
+         " in use of " + sizing::format_quantity(p.capacity.value_or(0)) +
+         "): segments the dead process left behind live as long as the pod, count against its memory limit and "
+         "leave the next run less room; remove them when the container starts (e.g. rm -f /dev/shm/nccl-* /dev/shm/torch_*), "
+         "or recreate the pod";
+}
+
 double wall_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -96,12 +106,13 @@ void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Conf
   std::size_t failed = 0;
   for (const auto& s : scrapes)
     if (!s.ok) ++failed, std::cerr << "shmguard monitor: node " << s.node << ": " << s.error << "\n";
-  std::vector<monitor::PodShm> full, unprotected;
+  std::vector<monitor::PodShm> full, unprotected, leftover;
   {
     std::lock_guard<std::mutex> lock(state.mu);
     state.tracker.update(*pods, scrapes, wall_s());
     full = state.tracker.newly_full();
     unprotected = state.tracker.newly_unprotected();
+    leftover = state.tracker.newly_leftover();
     state.ready = true;
   }
   if (a.events) {  // in parallel as the scrapes: 500 pods crossing 90% at once are 500 POSTs
@@ -112,6 +123,7 @@ void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Conf
       const auto& p = unprotected[i];
       write_event(api, a, p, "ShmUnprotected", monitor::unprotected_message(p.protection, p.namespace_name, judge));
     });
+    for (const auto& p : leftover) write_event(api, a, p, "ShmLeftover", leftover_message(p));
   }
   const auto n_unprotected = std::count_if(pods->begin(), pods->end(), [](const monitor::PodShm& p) {
     return p.protection.reason != monitor::Unprotected::kNo;

@@ -164,7 +164,7 @@ std::vector<KubeletAddress> kubelet_addresses(const json& node_list) {
 
 json parse_summary(const std::string& text) {
   static const Keys keep{"pods", "podRef", "name", "namespace", "uid", "volume",
-                                                         "capacityBytes", "availableBytes", "usedBytes"};
+                         "capacityBytes", "availableBytes", "usedBytes", "time"};
   return parse_keeping(text, keep);
 }
 
@@ -177,6 +177,21 @@ const json* memory_volume(const json& spec, const std::string& volume) {
     if (str_field(v, "name") == volume && ed && str_field(*ed, "medium") == "Memory") return ed;
   }
   return nullptr;
+}
+
+// The containers' restarts: their sum, and the one that ended last.
+void set_restarts(const json& status, PodShm& p) {
+  for (const auto& c : array_items(status, "containerStatuses")) {
+    const json* n = child(c, "restartCount");
+    if (n && n->is_number_unsigned()) p.restarts += n->get<std::uint64_t>();
+    const json* last = child(c, "lastState");
+    const json* term = last ? object_at(*last, "terminated") : nullptr;
+    if (!term || str_field(*term, "finishedAt") < p.restart_finished) continue;
+    p.restart_finished = str_field(*term, "finishedAt");
+    p.restarted_container = str_field(c, "name");
+    const json* code = child(*term, "exitCode");
+    p.restart_exit_code = code && code->is_number_integer() ? code->get<int>() : 0;
+  }
 }
 
 // The pod's record when it mounts a Memory emptyDir at /dev/shm or `judge` finds it unprotected.
@@ -200,6 +215,7 @@ std::optional<PodShm> running_pod(const json& pod, const Judge* judge) {
       if (auto q = sizing::parse_size(limit)) p.size_limit = *q;
   }
   set_owner(*md, p);
+  set_restarts(*status, p);
   return p;
 }
 
@@ -239,6 +255,7 @@ std::size_t apply_summary(std::vector<PodShm>& pods, const PodIndex& index, cons
       pod.capacity = cap;
       pod.used = cap > avail ? cap - avail : 0;
       pod.du_bytes = number(v, "usedBytes");
+      pod.stats_time = str_field(v, "time");
       pod.peak = std::max(pod.peak, *pod.used);
       ++found;
     }
@@ -258,6 +275,10 @@ const char* verdict_name(Verdict v) {
     case Verdict::kOk: return "ok";
   }
   return "?";
+}
+
+bool leftover_worth_telling(std::uint64_t du_bytes, std::uint64_t capacity) {
+  return du_bytes >= std::max<std::uint64_t>(1 << 20, capacity / 100);
 }
 
 bool nearly_full(const PodShm& p) {

@@ -29,8 +29,19 @@ struct PodShm {
   std::optional<std::uint64_t> used;      // capacity - available
   std::uint64_t du_bytes = 0;             // the kubelet's usedBytes, shown only to say why it is not used
   std::uint64_t peak = 0;                 // the most `used` seen (top --watch, the monitor)
+  std::string stats_time;                 // when the kubelet took the volume's figures (RFC 3339)
   Protection protection;                  // what the engine says of it (unjudged: kNo)
+  // Restarts of its containers (status.containerStatuses): their sum, and the last one's
+  // container, exit code and end (lastState.terminated), for the leftover check (tracker.h).
+  std::uint64_t restarts = 0;
+  std::string restarted_container, restart_finished;
+  int restart_exit_code = 0;
 };
+
+// What a dead process left in /dev/shm is still there after its container restarted: files, which
+// the kubelet's `du` walk (usedBytes) counts, where a live DataLoader's unlinked segments read 0.
+// Near zero is under 1% of the mounted size, or 1 MiB.
+bool leftover_worth_telling(std::uint64_t du_bytes, std::uint64_t capacity);
 
 // A PodList or a Summary API response parsed keeping only the fields these functions read (a
 // cluster's pod list carries managedFields, env, probes... that would otherwise be held in memory

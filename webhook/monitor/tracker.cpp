@@ -85,13 +85,29 @@ std::vector<Sample> parse_exposition(const std::string& text) {
   return out;
 }
 
+void Tracker::check_leftover(const PodShm& in, const PodShm& cur, bool first_sight) {
+  Leftover& l = leftovers_[key(cur)];
+  if (first_sight || cur.restarts > l.restarts) {
+    l.pending = cur.restarts > l.restarts;
+    l.restarts = cur.restarts;
+  }
+  // Figures from this cycle's summary, taken after the container ended ("" : the kubelet gave no time).
+  const bool after = in.capacity && (in.stats_time.empty() || in.stats_time >= in.restart_finished);
+  if (!l.pending || !after) return;
+  l.pending = false;
+  l.bytes = in.du_bytes;
+  if (leftover_worth_telling(in.du_bytes, *in.capacity)) newly_leftover_.push_back(cur);
+}
+
 void Tracker::update(const std::vector<PodShm>& pods, const std::vector<NodeScrape>& nodes, double now_s) {
   ++cycles_;
   newly_full_.clear();
   newly_unprotected_.clear();
+  newly_leftover_.clear();
   std::map<std::string, PodShm> next;
   for (const auto& p : pods) {
     PodShm cur = p;
+    const bool first_sight = pods_.find(key(p)) == pods_.end();
     if (auto old = pods_.find(key(p)); old != pods_.end()) {
       cur.peak = std::max(cur.peak, old->second.peak);
       if (!cur.capacity) {  // no figures this time (its node did not answer): keep the last ones
@@ -108,9 +124,11 @@ void Tracker::update(const std::vector<PodShm>& pods, const std::vector<NodeScra
       w.unprotected = true;
       newly_unprotected_.push_back(cur);
     }
+    if (!cur.volume.empty()) check_leftover(p, cur, first_sight);
     next.emplace(key(cur), std::move(cur));
   }
   for (auto it = warned_.begin(); it != warned_.end();) it = next.count(it->first) ? std::next(it) : warned_.erase(it);
+  for (auto it = leftovers_.begin(); it != leftovers_.end();) it = next.count(it->first) ? std::next(it) : leftovers_.erase(it);
   pods_ = std::move(next);
   for (const auto& n : nodes) {
     Node& s = nodes_[n.node];
@@ -149,6 +167,12 @@ std::string Tracker::exposition(double now_s) const {
   family(out, "shmguard_shm_peak_bytes", "gauge", "Most bytes seen in use in the pod's /dev/shm while it lives.");
   for (const auto& [k, p] : pods_)
     if (p.capacity) out += "shmguard_shm_peak_bytes" + pod_labels(p) + " " + std::to_string(p.peak) + "\n";
+  family(out, "shmguard_shm_leftover_bytes", "gauge",
+         "Bytes of files in the pod's /dev/shm (the kubelet's du) at the first figures after its last container restart: "
+         "what the dead process left behind.");
+  for (const auto& [k, p] : pods_)
+    if (auto l = leftovers_.find(k); l != leftovers_.end() && l->second.bytes)
+      out += "shmguard_shm_leftover_bytes" + pod_labels(p) + " " + std::to_string(*l->second.bytes) + "\n";
   unprotected(out);
   family(out, "shmguard_node_scrape_errors_total", "counter", "Summary API scrapes of the node that failed.");
   for (const auto& [n, s] : nodes_)

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,12 +33,24 @@ class Tracker {
   // monitor writes an Event on each.
   const std::vector<PodShm>& newly_unprotected() const { return newly_unprotected_; }
 
+  // Pods whose container restarted and whose /dev/shm still held files from the dead process at
+  // the first figures the kubelet took after it ended (leftover_worth_telling): once per restart.
+  const std::vector<PodShm>& newly_leftover() const { return newly_leftover_; }
+
   std::string exposition(double now_s) const;
 
   std::size_t pods() const { return pods_.size(); }
 
  private:
   void unprotected(std::string& out) const;  // its two families
+  void check_leftover(const PodShm& in, const PodShm& cur, bool first_sight);
+
+  struct Leftover {
+    std::uint64_t restarts = 0;          // the restarts already judged
+    bool pending = false;                // a restart waits for figures taken after it
+    std::optional<std::uint64_t> bytes;  // what the last judged restart left (du)
+  };
+  std::map<std::string, Leftover> leftovers_;  // by uid
 
   struct Node {
     double last_good_s = -1;
@@ -49,7 +62,7 @@ class Tracker {
   };
   std::map<std::string, Warned> warned_;  // by uid: which Events were written
   std::map<std::string, Node> nodes_;
-  std::vector<PodShm> newly_full_, newly_unprotected_;
+  std::vector<PodShm> newly_full_, newly_unprotected_, newly_leftover_;
   std::uint64_t cycles_ = 0;
 };
 
