@@ -56,14 +56,20 @@ std::vector<std::string> summaries(int cycle) {
   return out;
 }
 
-void BM_MonitorCycle10kPods(benchmark::State& state) {
+// `judged`: every pod also judged by the engine (protection.h), as the monitor and top do.
+void cycle(benchmark::State& state, bool judged) {
   const std::string list = pod_list();
   const std::vector<std::string> texts = summaries(0);
+  const config::Config cfg;
+  monitor::Judge judge;
+  judge.cfg = &cfg;
+  judge.webhook.name = "shmguard-ml-system";
+  judge.webhook.created = "2026-01-01T00:00:00Z";
   monitor::Tracker tracker;
   double now = 0;
   std::size_t bytes = 0;
   for (auto _ : state) {
-    auto pods = monitor::shm_pods(monitor::parse_pod_list(list));
+    auto pods = monitor::running_pods(monitor::parse_pod_list(list), judged ? &judge : nullptr);
     const auto index = monitor::index_pods(pods);
     std::vector<monitor::NodeScrape> nodes;
     for (int n = 0; n < kNodes; ++n) {
@@ -80,6 +86,9 @@ void BM_MonitorCycle10kPods(benchmark::State& state) {
   state.counters["input_MB"] =
       static_cast<double>(list.size() + texts.size() * texts[0].size()) / 1e6;
 }
+void BM_MonitorCycle10kPods(benchmark::State& state) { cycle(state, false); }
+void BM_MonitorCycle10kPodsJudged(benchmark::State& state) { cycle(state, true); }
 BENCHMARK(BM_MonitorCycle10kPods)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MonitorCycle10kPodsJudged)->Unit(benchmark::kMillisecond);
 
 }  // namespace

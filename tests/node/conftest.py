@@ -158,9 +158,8 @@ def node(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(items):
-    """test_missed_and_leftover makes a pod before README's install: it runs first. test_teardown stops the
-    session's node: it runs last."""
-    items.sort(key=lambda item: {"test_missed_and_leftover": 0, "test_teardown": 2}.get(item.module.__name__, 1))
+    """test_teardown stops the session's node: it runs last."""
+    items.sort(key=lambda item: item.module.__name__ == "test_teardown")
 
 
 README_INSTALL = "helm install shmguard charts/shmguard --namespace shmguard --create-namespace"
@@ -177,8 +176,25 @@ def helm_install(node, *extra, release="shmguard", namespace=NAMESPACE, timeout=
     return r, time.time() - t0
 
 
+EARLY_NS = "missed-early"
+
+
 @pytest.fixture(scope="session")
-def release(node):
+def before_install(node):
+    """A training pod created before shmguard is installed, as on a cluster that ran jobs before it
+    (test_missed_and_leftover finds it unprotected, `before-install`)."""
+    assert not node.get("mutatingwebhookconfigurations")["items"]
+    node.namespace(EARLY_NS)
+    node.apply(pod_json("early", annotations={"shmguard.io/batch-size": "32", "shmguard.io/num-workers": "4",
+                                              "shmguard.io/sample-size": "1Mi"},
+                        labels={"training.kubeflow.org/job-name": "bert"}, command=["sleep", "3600"],
+                        terminationGracePeriodSeconds=1), "-n", EARLY_NS)
+    time.sleep(1.2)  # creationTimestamps have a second's grain
+    return node
+
+
+@pytest.fixture(scope="session")
+def release(node, before_install):
     """README's default install (selfSigned) run as written, from the repository's top, with the local
     image and `--wait`. It waits for nothing else: `helm install --wait` returns once the chart's
     install check has seen a pod injected through the API server, and the tests start at once, as
