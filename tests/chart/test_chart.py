@@ -406,9 +406,14 @@ def test_monitor_is_off_by_default_and_least_privileged_when_on():
     assert not [d for d in docs if d["metadata"]["name"].endswith("-monitor")]
     docs, by_kind = objects(sets=["monitor.enabled=true", "monitor.prometheusRule.enabled=true",
                                   "monitor.serviceMonitor.enabled=true", "monitor.period=1m", "monitor.events=false"])
-    mon = [d for d in docs if d["metadata"]["name"] == "shmguard-monitor"]
-    assert sorted(d["kind"] for d in mon) == ["ClusterRole", "ClusterRoleBinding", "Deployment", "PrometheusRule",
-                                              "Service", "ServiceAccount", "ServiceMonitor"]
+    # Cluster-scoped objects carry the release's namespace: a second release elsewhere does not collide.
+    mon = [d for d in docs if d["metadata"]["name"] in ("shmguard-monitor", f"shmguard-monitor-{NS}")]
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in mon) == [
+        ("ClusterRole", f"shmguard-monitor-{NS}"), ("ClusterRoleBinding", f"shmguard-monitor-{NS}"),
+        ("Deployment", "shmguard-monitor"), ("PrometheusRule", "shmguard-monitor"), ("Service", "shmguard-monitor"),
+        ("ServiceAccount", "shmguard-monitor"), ("ServiceMonitor", "shmguard-monitor")]
+    binding = next(d for d in mon if d["kind"] == "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == f"shmguard-monitor-{NS}"
     role = next(d for d in mon if d["kind"] == "ClusterRole")
     granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     assert granted == {("", "nodes", "list"), ("", "nodes", "watch"), ("", "pods", "list"), ("", "pods", "watch"),
