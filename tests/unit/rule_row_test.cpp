@@ -38,15 +38,15 @@ Record finding_of_the_row() {
 
 TEST(RuleRow, FailOnKnowsItsNameDefaultHelpAndErrors) {
   EXPECT_EQ(rule_name(Rule::kTestRow), std::string("test-row"));
-  EXPECT_EQ(default_fail_on(), "missing,too-small,stale,rejected,test-row");
-  EXPECT_EQ(fail_on_help(), "findings that fail the run: missing,too-small,stale,warning,rejected,test-row or none");
+  EXPECT_EQ(default_fail_on(), "missing,too-small,stale,rejected,outgrown,wasteful,test-row");
+  EXPECT_EQ(fail_on_help(), "findings that fail the run: missing,too-small,stale,warning,rejected,outgrown,wasteful,test-row or none");
   auto on = parse_fail_on("test-row");
   ASSERT_TRUE(on);
   EXPECT_TRUE(on->fails(Rule::kTestRow));
   EXPECT_FALSE(on->fails(Rule::kMissing));
   auto bad = parse_fail_on("test-rows");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error(), "--fail-on: unknown finding \"test-rows\" (missing, too-small, stale, warning, rejected, test-row or none)");
+  EXPECT_EQ(bad.error(), "--fail-on: unknown finding \"test-rows\" (missing, too-small, stale, warning, rejected, outgrown, wasteful, test-row or none)");
 }
 
 TEST(RuleRow, EveryOutputCountsAndNamesIt) {
@@ -69,12 +69,37 @@ TEST(RuleRow, EveryOutputCountsAndNamesIt) {
   EXPECT_EQ(j["items"][0]["findings"][0]["rule"], "test-row");
   const json sarif = json::parse(rendered(Format::kSarif, records, t, on));
   const json& rules = sarif["runs"][0]["tool"]["driver"]["rules"];
-  ASSERT_EQ(rules.size(), kRuleCount);
+  ASSERT_EQ(rules.size(), kRuleCount - 2);  // outgrown and wasteful only with --observed
   EXPECT_EQ(rules.back()["id"], "test-row");
   EXPECT_EQ(rules.back()["shortDescription"]["text"], "a rule only the tests add");
   EXPECT_EQ(sarif["runs"][0]["results"][0]["ruleId"], "test-row");
-  EXPECT_EQ(sarif["runs"][0]["results"][0]["ruleIndex"], kRuleCount - 1);
+  EXPECT_EQ(sarif["runs"][0]["results"][0]["ruleIndex"], kRuleCount - 3);  // its place in `rules`
   EXPECT_NE(rendered(Format::kJunit, records, t, on).find("<failure type=\"test-row\" message=\"the test row fired\">"),
             std::string::npos);
   EXPECT_NE(rendered(Format::kGithub, records, t, on).find("title=shmguard test-row"), std::string::npos);
+}
+
+TEST(RuleRow, ObservedRulesAreNamedOnlyWithObserved) {
+  Totals t;
+  t.templates = 1;
+  auto on = *parse_fail_on(default_fail_on());
+  EXPECT_TRUE(on.fails(Rule::kOutgrown));
+  EXPECT_TRUE(on.fails(Rule::kWasteful));
+  std::string text = rendered(Format::kText, {}, t, on);
+  EXPECT_EQ(text.find("outgrown"), std::string::npos) << text;
+  EXPECT_NE(text.find("(--fail-on missing,too-small,stale,rejected,test-row)"), std::string::npos) << text;
+  json j = json::parse(rendered(Format::kJson, {}, t, on));
+  EXPECT_FALSE(j["totals"]["findings"].contains("outgrown"));
+  EXPECT_FALSE(j["totals"].contains("observedWithoutDocument"));
+  on.observed = true;
+  t.observed_without_document = {"Job ml/old (1 pod)"};
+  text = rendered(Format::kText, {}, t, on);
+  EXPECT_NE(text.find("0 outgrown, 0 wasteful"), std::string::npos) << text;
+  EXPECT_NE(text.find("(--fail-on missing,too-small,stale,rejected,outgrown,wasteful,test-row)"), std::string::npos) << text;
+  EXPECT_NE(text.find("observed: Job ml/old (1 pod): no document in the input"), std::string::npos) << text;
+  j = json::parse(rendered(Format::kJson, {}, t, on));
+  EXPECT_EQ(j["totals"]["findings"]["wasteful"], 0);
+  EXPECT_EQ(j["totals"]["observedWithoutDocument"][0], "Job ml/old (1 pod)");
+  const json sarif = json::parse(rendered(Format::kSarif, {}, t, on));
+  EXPECT_EQ(sarif["runs"][0]["tool"]["driver"]["rules"].size(), kRuleCount);
 }

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/inputs.h"
+#include "cli/observed.h"
 #include "cli/report.h"
 #include "manifests/conflict_marker.h"
 #include "manifests/offline.h"
@@ -27,6 +28,14 @@ int run_check(const ManifestArgs& a) {
   if (!fail_on) return fail(fail_on.error());
   auto files = input_files(a);
   if (!files) return fail(files.error());
+  std::optional<manifests::Observed> observed;
+  if (!a.observed.empty()) {
+    auto loaded = load_observed(a.observed);
+    if (!loaded) return fail(loaded.error());
+    observed = std::move(*loaded);
+    (*fail_on).observed = true;
+  }
+  std::vector<manifests::TemplateRef> refs;  // with --observed: to name the owners no template matched
   std::vector<Record> records, pending;
   Totals totals;
   std::ostringstream none;
@@ -34,6 +43,10 @@ int run_check(const ManifestArgs& a) {
   runner.set_threads(runner_threads(a));
   runner.set_report_sink([&](const manifests::TemplateReport& r) { 
     Record rec = make_record(r);
+    if (observed) {
+      apply_observed(*observed, r, cfg->sizing, rec);
+      refs.push_back(r.ref);
+    }
     rec.failed = fail_on->fails(rec.findings);
     pending.push_back(std::move(rec));
   });
@@ -52,6 +65,10 @@ int run_check(const ManifestArgs& a) {
       for (const auto& fd : r.findings) ++totals.by_rule[static_cast<std::size_t>(fd.rule)];
       records.push_back(std::move(r));
     }
+  }
+  if (observed) {
+    for (auto& ref : refs) ref.context = nullptr;
+    totals.observed_without_document = manifests::owners_without_document(*observed, refs);
   }
   std::ostringstream os;
   const auto row = std::find_if(kFormatTable, kFormatTable + kFormatCount,
@@ -75,6 +92,10 @@ void add_check(CLI::App& app, Outcome& out) {
       ->capture_default_str();
   c->add_flag("--skip-invalid", a->skip_invalid, "report and skip files that are not Kubernetes manifests (invalid YAML, a values file, a list, unreadable); "
       "a merge-conflict marker still stops the check");
+  c->add_option("--observed", a->observed,
+      "what the cluster saw: `shmguard top -o json` output or the monitor's /metrics (repeatable); a template whose "
+      "owner's pods peaked at >= 90% of its size is `outgrown`, one giving over 8x their peak `wasteful`")
+      ->check(CLI::ExistingFile);
   add_input_flags(*c, *a);
   c->callback([a, &out] { out.code = run_check(*a); });
 }

@@ -16,6 +16,7 @@ namespace shmguard::cli {
 struct ManifestArgs {
   std::vector<std::string> files;
   std::vector<std::string> excludes;
+  std::vector<std::string> observed;  // --observed: top -o json output or the monitor's metrics
   std::string output;
   std::string config_file;
   std::string fail_on = default_fail_on();

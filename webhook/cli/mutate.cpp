@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -10,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/files.h"
 #include "cli/inputs.h"
+#include "cli/observed.h"
 #include "cli/report.h"
 #include "manifests/offline.h"
 
@@ -89,7 +91,23 @@ void print_reports(const std::vector<manifests::TemplateReport>& reports, const 
   std::cerr << os.view();
 }
 
-int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files, const ManifestArgs& a) {
+// With --observed: the runner writes the sizes the figures ask for, and nothing else.
+void observe_with(manifests::OfflineRunner& runner, const std::optional<manifests::Observed>& seen, const config::Config& cfg) {
+  if (seen)
+    runner.set_retouch([&seen, &cfg](manifests::TemplateReport& rep, const nlohmann::json& tmpl) {
+      retouch_observed(*seen, cfg, rep, tmpl);
+    });
+}
+
+// The observed owners no template matched, to stderr.
+void print_unmatched(const std::optional<manifests::Observed>& seen, const std::vector<manifests::TemplateRef>& refs) {
+  if (!seen) return;
+  for (const auto& o : manifests::owners_without_document(*seen, refs))
+    std::cerr << "observed: " << o << ": no document in the input\n";
+}
+
+int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string>& files, const ManifestArgs& a,
+                        const std::optional<manifests::Observed>& seen) {
   if (std::find(files.begin(), files.end(), "-") != files.end()) return fail("--in-place cannot rewrite stdin");
   // Every file is read, mutated and checked for how it can be written before any is written:
   // invalid input or a file that cannot keep its owner changes nothing, and the report says so.
@@ -104,6 +122,7 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
     manifests::OfflineRunner runner(cfg, manifests::OutputFormat::kYaml, out);
     runner.set_threads(runner_threads(a));
     if (a.allow_reformat) runner.allow_reformat();
+    observe_with(runner, seen, cfg);
     const auto opened = open_input(runner, f);
     if (opened) runner.finish();
     bool mutated = false;
@@ -124,6 +143,9 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
     for (const auto& change : changed) now_new.insert(change.first.path);
   print_reports(reports, now_new);
   if (!written) return fail(written.error(), kExitBadInput);
+  std::vector<manifests::TemplateRef> refs;
+  for (const auto& r : reports) refs.push_back(r.ref);
+  print_unmatched(seen, refs);
   for (const auto& [plan, text] : changed)
     std::cerr << plan.path << ": rewritten" << (plan.via_link ? " (the symlink's target " + plan.target + ")" : "")
               << "\n";
@@ -138,9 +160,15 @@ int run_mutate(ManifestArgs a) {
   const config::Config& cfg = *loaded;
   auto files = input_files(a);
   if (!files) return fail(files.error());
+  std::optional<manifests::Observed> seen;
+  if (!a.observed.empty()) {
+    auto figures = load_observed(a.observed);
+    if (!figures) return fail(figures.error());
+    seen = std::move(*figures);
+  }
   if (a.in_place) {
     if (a.output == "json") return fail("--in-place keeps each file's format; it cannot be combined with -o json");
-    return run_mutate_in_place(cfg, *files, a);
+    return run_mutate_in_place(cfg, *files, a, seen);
   }
   // 22 MB of manifests in 4 KiB writes is 5,000 system calls, so both streams get 1 MiB buffers
   // (glibc ignores setvbuf's size without a buffer). stdout's outlives this function: exit flushes it.
@@ -158,9 +186,14 @@ int run_mutate(ManifestArgs a) {
                                   out);
   HeldReport report;
   if (!report.ok()) return fail("cannot create a temporary file");
-  runner.set_report_sink([&report](const manifests::TemplateReport& r) { report.add(r); });
+  std::vector<manifests::TemplateRef> refs;  // with --observed: to name the owners no template matched
+  runner.set_report_sink([&report, &refs, &seen](const manifests::TemplateReport& r) {
+    report.add(r);
+    if (seen) refs.push_back(r.ref), refs.back().context = nullptr;
+  });
   runner.set_threads(runner_threads(a));
   if (a.allow_reformat) runner.allow_reformat();
+  observe_with(runner, seen, cfg);
   for (const auto& f : *files) {
     if (auto s = open_input(runner, f); !s) {
       report.print(false);  // nothing reaches stdout
@@ -169,6 +202,7 @@ int run_mutate(ManifestArgs a) {
   }
   runner.finish();
   report.print(true);
+  print_unmatched(seen, refs);
   out.flush();
   copy_file(tmp, stdout);
   return kExitOk;
@@ -186,6 +220,11 @@ void add_mutate(CLI::App& app, Outcome& out) {
       "rewrite the files that change (through symlinks, keeping owner, mode and hard links); leave the rest untouched");
   c->add_flag("--allow-reformat", a->allow_reformat,
       "when a document cannot be edited in place (templates sharing a YAML anchor need different edits, a stale value carries an anchor), re-emit it (comments lost, anchor expanded) instead of failing");
+  c->add_option("--observed", a->observed,
+      "write the sizes the cluster saw instead (`shmguard top -o json` output or the monitor's /metrics, repeatable): "
+      "an outgrown or wasteful template's shmguard.io/size, or its own sizeLimit, set to what its owner's peak needs; "
+      "nothing else changes")
+      ->check(CLI::ExistingFile);
   add_input_flags(*c, *a);
   c->callback([a, &out] { out.code = run_mutate(*a); });
 }

@@ -87,18 +87,18 @@ void render_json(std::ostream& os, const std::vector<Record>& records, const Tot
     j["existing"] = r.existing.empty() ? json(nullptr) : json(r.existing);
     j["sizing"] = r.sizing.empty() ? json(nullptr) : json(r.sizing);
     if (r.procs) j["procs"] = procs_json(r.procs, r.procs_source);
+    if (f.observed) j["observed"] = r.observed;
     items.push_back(std::move(j));
   }
   json by_rule = json::object();
-  for (std::size_t i = 0; i < kRuleCount; ++i) by_rule[kRuleTable[i].name] = t.by_rule[i];
+  for (std::size_t i = 0; i < kRuleCount; ++i)
+    if (f.shown(i)) by_rule[kRuleTable[i].name] = t.by_rule[i];
   json fail_on = json::array();
   for (std::size_t i = 0; i < kRuleCount; ++i)
-    if (f.rules[i]) fail_on.push_back(kRuleTable[i].name);
-  os << dump({{"items", items},
-              {"totals", {{"templates", t.templates}, {"failed", t.failed}, {"findings", by_rule},
-                          {"skippedFiles", t.skipped_files}}},
-              {"failOn", fail_on}})
-     << "\n";
+    if (f.rules[i] && f.shown(i)) fail_on.push_back(kRuleTable[i].name);
+  json totals = {{"templates", t.templates}, {"failed", t.failed}, {"findings", by_rule}, {"skippedFiles", t.skipped_files}};
+  if (f.observed) totals["observedWithoutDocument"] = t.observed_without_document;
+  os << dump({{"items", items}, {"totals", totals}, {"failOn", fail_on}}) << "\n";
 }
 
 void render_junit(std::ostream& os, const std::vector<Record>& records, const Totals& t, const FailOn& f) {
@@ -134,7 +134,10 @@ void render_junit(std::ostream& os, const std::vector<Record>& records, const To
 
 void render_sarif(std::ostream& os, const std::vector<Record>& records, const FailOn& f) {
   json rules = json::array();
+  std::vector<std::size_t> index_of(kRuleCount);  // a rule's place in `rules`
   for (std::size_t i = 0; i < kRuleCount; ++i) {
+    if (!f.shown(i)) continue;
+    index_of[i] = rules.size();
     const Rule r = kRuleTable[i].rule;
     rules.push_back({{"id", kRuleTable[i].name},
                      {"name", kRuleTable[i].name},
@@ -147,7 +150,7 @@ void render_sarif(std::ostream& os, const std::vector<Record>& records, const Fa
     for (const auto& fd : r.findings) {
       results.push_back(
           {{"ruleId", rule_name(fd.rule)},
-           {"ruleIndex", idx(fd.rule)},
+           {"ruleIndex", index_of[idx(fd.rule)]},
            {"level", f.fails(fd.rule) ? "error" : "warning"},
            {"message", {{"text", subject(r) + ": " + fd.message}}},
            {"locations",
@@ -185,15 +188,16 @@ void render_text(std::ostream& os, const std::vector<Record>& records, const Tot
   const char* sep = "";
   for (std::size_t i = 0; i < kRuleCount; ++i) {
     const RuleRow& row = kRuleTable[i];
-    if (t.by_rule[i] == 0 && !row.counted_when_zero) continue;
+    if (!f.shown(i) || (t.by_rule[i] == 0 && !row.counted_when_zero)) continue;
     os << sep << plural(t.by_rule[i], row.one, row.many);
     sep = ", ";
   }
   os << "; " << plural(t.failed, "fails", "fail");
   std::string list;
   for (std::size_t i = 0; i < kRuleCount; ++i)
-    if (f.rules[i]) list += (list.empty() ? "" : ",") + std::string(kRuleTable[i].name);
+    if (f.rules[i] && f.shown(i)) list += (list.empty() ? "" : ",") + std::string(kRuleTable[i].name);
   os << " (--fail-on " << (list.empty() ? "none" : list) << ")\n";
+  for (const auto& o : t.observed_without_document) os << "observed: " << o << ": no document in the input\n";
 }
 
 }  // namespace
@@ -203,16 +207,24 @@ void render_text(std::ostream& os, const std::vector<Record>& records, const Tot
 #endif
 
 const RuleRow kRuleTable[] = {
-    {Rule::kMissing, "missing", "A training pod template without /dev/shm sizing: shmguard would inject it", true,
-     "would get /dev/shm", "would get /dev/shm", true},
-    {Rule::kTooSmall, "too-small", "The pod's own /dev/shm is smaller than its annotations need", true, "too small",
-     "too small", true},
-    {Rule::kStale, "stale", "shmguard's /dev/shm volume has a size its annotations no longer give", true, "stale", "stale",
-     true},
-    {Rule::kWarning, "warning", "A bad or unknown shmguard.io annotation, or another warning", false, "warning", "warnings",
-     true},
-    {Rule::kRejected, "rejected", "A shmguard.io annotation the API server would refuse (a value that is not a string)", true,
-     "rejected", "rejected", false},
+    {.rule = Rule::kMissing, .name = "missing",
+     .description = "A training pod template without /dev/shm sizing: shmguard would inject it", .fails_by_default = true,
+     .one = "would get /dev/shm", .many = "would get /dev/shm", .counted_when_zero = true, .observed_only = false},
+    {.rule = Rule::kTooSmall, .name = "too-small", .description = "The pod's own /dev/shm is smaller than its annotations need",
+     .fails_by_default = true, .one = "too small", .many = "too small", .counted_when_zero = true, .observed_only = false},
+    {.rule = Rule::kStale, .name = "stale", .description = "shmguard's /dev/shm volume has a size its annotations no longer give",
+     .fails_by_default = true, .one = "stale", .many = "stale", .counted_when_zero = true, .observed_only = false},
+    {.rule = Rule::kWarning, .name = "warning", .description = "A bad or unknown shmguard.io annotation, or another warning",
+     .fails_by_default = false, .one = "warning", .many = "warnings", .counted_when_zero = true, .observed_only = false},
+    {.rule = Rule::kRejected, .name = "rejected",
+     .description = "A shmguard.io annotation the API server would refuse (a value that is not a string)",
+     .fails_by_default = true, .one = "rejected", .many = "rejected", .counted_when_zero = false, .observed_only = false},
+    {.rule = Rule::kOutgrown, .name = "outgrown",
+     .description = "The owner's pods were seen using 90% or more of the /dev/shm the template gives (--observed)",
+     .fails_by_default = true, .one = "outgrown", .many = "outgrown", .counted_when_zero = true, .observed_only = true},
+    {.rule = Rule::kWasteful, .name = "wasteful",
+     .description = "The template gives more than 8x the /dev/shm its owner's pods were seen using (--observed)",
+     .fails_by_default = true, .one = "wasteful", .many = "wasteful", .counted_when_zero = true, .observed_only = true},
     SHMGUARD_TEST_RULE_ROW
 };
 const std::size_t kRuleCount = std::size(kRuleTable);
@@ -279,6 +291,8 @@ Result<FailOn> parse_fail_on(const std::string& text) {
   return f;
 }
 
+bool FailOn::shown(std::size_t rule) const { return observed || !kRuleTable[rule].observed_only; }
+
 bool FailOn::fails(const std::vector<Finding>& findings) const {
   return std::any_of(findings.begin(), findings.end(), [&](const Finding& f) { return fails(f.rule); });
 }
@@ -315,8 +329,10 @@ void render_text_record(std::ostream& os, const Record& r) {
   if (!r.procs_source.empty()) os << " (" << r.procs << (r.procs == 1 ? " proc" : " procs") << " from " << r.procs_source << ")";
   os << "\n";
   for (const auto& w : r.warnings) os << r.file << ":" << w.line << ": warning: " << w.text << "\n";
-  for (const auto& f : r.findings)
+  for (const auto& f : r.findings) {
     if (f.rule == Rule::kRejected) os << r.file << ":" << f.line << ": error: " << f.message << "\n";
+    if (f.rule == Rule::kOutgrown || f.rule == Rule::kWasteful) os << r.file << ":" << f.line << ": " << f.message << "\n";
+  }
 }
 
 void render(std::ostream& os, Format f, const std::vector<Record>& records, const Totals& totals,

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "manifests/offline.h"
@@ -20,7 +20,7 @@ namespace shmguard::cli {
 #endif
 
 // The kinds of finding `--fail-on` chooses from. Closed set; strings only at the edges.
-enum class Rule { kMissing, kTooSmall, kStale, kWarning, kRejected SHMGUARD_TEST_RULE };
+enum class Rule { kMissing, kTooSmall, kStale, kWarning, kRejected, kOutgrown, kWasteful SHMGUARD_TEST_RULE };
 
 // One row per rule, in Rule's order: everything the outputs, --fail-on, its --help and its
 // errors say about a rule comes from here.
@@ -32,6 +32,7 @@ struct RuleRow {
   const char* one;          // the text summary's count: "1 <one>", "2 <many>"
   const char* many;
   bool counted_when_zero;   // "0 <many>" is printed too
+  bool observed_only;       // judged only from observed figures (--observed): named only then
 };
 extern const RuleRow kRuleTable[];
 extern const std::size_t kRuleCount;
@@ -49,7 +50,9 @@ struct Finding {
 
 struct FailOn {
   std::vector<bool> rules;  // by Rule; parse_fail_on(default_fail_on()) for the default
+  bool observed = false;    // --observed was given: its rules are judged, so the outputs name them
   bool fails(Rule r) const { return rules[static_cast<std::size_t>(r)]; }
+  bool shown(std::size_t rule) const;  // the outputs name the rule (observed_only ones with `observed`)
   bool fails(const std::vector<Finding>& findings) const;
 };
 
@@ -72,6 +75,7 @@ struct Record {
   std::string procs_source;  // what gave them ("" for the default of 1)
   std::vector<inject::Warning> warnings;  // placed at their lines
   std::vector<Finding> findings;
+  nlohmann::json observed;  // with --observed, what the cluster saw of its owner's pods (null: nothing)
   bool failed = false;
 };
 
@@ -83,6 +87,7 @@ struct Totals {
   std::size_t templates = 0, failed = 0;
   std::vector<std::size_t> by_rule = std::vector<std::size_t>(kRuleCount);  // by Rule
   std::vector<std::string> skipped_files;  // "file: why" (--skip-invalid)
+  std::vector<std::string> observed_without_document;  // --observed owners no template matched
 };
 
 enum class Format { kText, kJson, kJunit, kSarif, kGithub };

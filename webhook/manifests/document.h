@@ -5,6 +5,7 @@
 // per thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -61,10 +62,17 @@ struct TemplateReport {
 // it), warnings placed, nothing to write.
 void judge_trainjob(TemplateReport& rep, const nlohmann::json& runtime, const config::Config& cfg);
 
+// The options the engine is called with on the template at `ref` (what its owner tells it).
+inject::InjectOptions engine_options(const TemplateRef& ref);
+
 struct DocumentOptions {
   OutputFormat format = OutputFormat::kYaml;
   bool keep_objects = false;    // reports carry a copy of their template (`shmguard review`)
   bool allow_reformat = false;  // a document that cannot be edited in place is re-emitted instead of failing
+  // Called on each template's report after the engine's call, before the document is written,
+  // with the template (a TrainJob: the TrainJob), from the worker's thread: it may replace the
+  // report's result and patch (`mutate --observed` writes sizes instead of the engine's edits).
+  std::function<void(TemplateReport&, const nlohmann::json&)> retouch;
 };
 
 // What one document comes to. `status` fails with "file:line: message" on invalid input.

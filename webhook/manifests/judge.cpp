@@ -52,19 +52,22 @@ json accepted_pod(const json& pod, TemplateReport& rep, const Places& places) {
 void run_engine(TemplateReport& rep, const json& pod, const config::Config& cfg, const Places& places) {
   TemplateReport types;
   const json accepted = accepted_pod(pod, types, places);
-  const auto& ref = rep.ref;
-  inject::InjectOptions opts;
-  opts.assume_training = ref.training_kind && ref.template_kind != TemplateKind::kTrainJob;
-  opts.owner_procs = ref.owner_procs;
-  opts.mpi_launcher = ref.mpi_launcher;
-  opts.owner_kind = ref.template_kind == TemplateKind::kTrainJob ? "" : ref.job_kind;
-  rep.result = inject::inject_pod(accepted, cfg, opts);
+  rep.result = inject::inject_pod(accepted, cfg, engine_options(rep.ref));
   for (auto& w : types.result.warnings) rep.result.warnings.push_back(std::move(w));
   rep.rejected = std::move(types.rejected);
   for (auto& w : rep.result.warnings) w.line = places.line_for(w.about);
 }
 
 }  // namespace
+
+inject::InjectOptions engine_options(const TemplateRef& ref) {
+  inject::InjectOptions opts;
+  opts.assume_training = ref.training_kind && ref.template_kind != TemplateKind::kTrainJob;
+  opts.owner_procs = ref.owner_procs;
+  opts.mpi_launcher = ref.mpi_launcher;
+  opts.owner_kind = ref.template_kind == TemplateKind::kTrainJob ? "" : ref.job_kind;
+  return opts;
+}
 
 void judge_trainjob(TemplateReport& rep, const json& runtime, const config::Config& cfg) {
   auto& src = *rep.trainjob;
@@ -104,6 +107,7 @@ TemplateReport DocumentWorker::report_template(const Place& at, int index, const
     engine_call(at, rep, tmpl);
   }
   note_repeats(at, tnode, rep);
+  if (opts_.retouch) opts_.retouch(rep, tmpl);
   return rep;
 }
 

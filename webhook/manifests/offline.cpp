@@ -74,15 +74,21 @@ bool waiting(const TemplateReport& r) { return r.trainjob && !r.trainjob->runtim
 
 // A document's reports after the ones held: a runtime it brings judges the TrainJobs waiting for
 // it again; a TrainJob of it whose runtime came earlier is judged with that one.
+// A held TrainJob judged again with its runtime, and retouched as the first judgement was.
+void OfflineRunner::rejudge(TemplateReport& r, const nlohmann::json& runtime) const {
+  judge_trainjob(r, runtime, cfg_);
+  if (opts_.retouch) opts_.retouch(r, r.trainjob->object);
+}
+
 void OfflineRunner::take_reports(DocumentOutcome& outcome) {
   for (auto& [name, obj] : outcome.runtimes) {
     for (auto& r : held_reports_)
-      if (waiting(r) && r.ref.runtime == name) judge_trainjob(r, obj, cfg_);
+      if (waiting(r) && r.ref.runtime == name) rejudge(r, obj);
     runtimes_.insert_or_assign(name, std::move(obj));
   }
   for (auto& rep : outcome.reports) {
     if (waiting(rep))
-      if (auto it = runtimes_.find(rep.ref.runtime); it != runtimes_.end()) judge_trainjob(rep, it->second, cfg_);
+      if (auto it = runtimes_.find(rep.ref.runtime); it != runtimes_.end()) rejudge(rep, it->second);
     held_reports_.push_back(std::move(rep));
   }
   give_reports(false);

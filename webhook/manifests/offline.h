@@ -52,6 +52,8 @@ class OfflineRunner {
   // Threads that work on documents (1: the caller's alone). Output and reports are the same for
   // any number.
   void set_threads(unsigned n) { threads_ = n == 0 ? 1 : n; }
+  // DocumentOptions::retouch: called on every template's report, from the workers' threads.
+  void set_retouch(std::function<void(TemplateReport&, const nlohmann::json&)> f) { opts_.retouch = std::move(f); }
 
  private:
   Status commit(int index, const RawDocument& raw, DocumentOutcome& outcome);
@@ -59,6 +61,7 @@ class OfflineRunner {
   void write(std::string& text, std::optional<std::string>& fixed);
   void release_held(bool more_follows);
   void take_reports(DocumentOutcome& outcome);
+  void rejudge(TemplateReport& r, const nlohmann::json& runtime) const;
   void give_reports(bool all);
 
   const config::Config& cfg_;
