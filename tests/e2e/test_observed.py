@@ -60,8 +60,8 @@ def top_json(tmp_path):
         top_item("team-a", "torchrun-cpu-worker-0", "PyTorchJob", "torchrun-cpu", 7500 * MI, 8 * GI),
         # The vLLM Deployment's pod: 286Mi used of its own 16Gi.
         top_item("vllm", "vllm-qwen3-235b-6d5f7c9b8-x2x7q", "ReplicaSet", "vllm-qwen3-235b-6d5f7c9b8", 286 * MI, 16 * GI),
-        # The TrainJob's pods (its JobSet): 1.9Gi of the 2Gi shmguard gave them.
-        top_item("default", "mnist-demo-node-0-0-abcde", "JobSet", "mnist-demo", 1950 * MI, 2 * GI),
+        # The TrainJob's pod (its JobSet's): 3900Mi of the 4Gi shmguard gave it.
+        top_item("default", "mnist-demo-node-0-0-abcde", "JobSet", "mnist-demo", 3900 * MI, 4 * GI),
         # An owner whose manifest is not in the repository.
         top_item("team-b", "gone-node-0-0-k2x9p", "JobSet", "gone", 100 * MI, 1 * GI),
         # A pod with no stats yet: no figures, ignored.
@@ -87,14 +87,18 @@ def test_check_fails_outgrown_and_wasteful_templates_at_their_lines(tree, top_js
     assert r.returncode == 1, r.stdout + r.stderr
     out = r.stdout
     for f in ("base/ddp.yaml", "prod/ddp.yaml"):
-        assert f"{tree}/{f}:9: outgrown: 1 pod of PyTorchJob team-a/torchrun-cpu peaked at 7.6Gi, 95% of its 8Gi; shmguard.io/size: " in out, out
-        assert f"{tree}/{f}:20: outgrown: 1 pod of PyTorchJob team-a/torchrun-cpu peaked at 7.3Gi, 91% of its 8Gi; shmguard.io/size: " in out, out
-    assert f"{tree}/serve/vllm.yaml:" in out and "wasteful: 1 pod of Deployment" not in out or True
-    assert "wasteful: 1 pod of ReplicaSet vllm/vllm-qwen3-235b-6d5f7c9b8 peaked at 286Mi, 1% of its 16Gi (more than 8x what it used); shmguard.io/size: " in out, out
-    assert "outgrown: 1 pod of JobSet default/mnist-demo peaked at 1.9Gi, 95% of its 2Gi" in out, out
+        # Each replica's template meets its own pod (NAME-master-0, NAME-worker-0).
+        assert f"{tree}/{f}:12: outgrown: 1 pod of PyTorchJob team-a/torchrun-cpu peaked at 7800Mi, 95% of its 8Gi; shmguard.io/size: 11700Mi\n" in out, out
+        assert f"{tree}/{f}:23: outgrown: 1 pod of PyTorchJob team-a/torchrun-cpu peaked at 7500Mi, 91% of its 8Gi; shmguard.io/size: 11250Mi\n" in out, out
+    assert (f"{tree}/serve/vllm.yaml:41: wasteful: 1 pod of ReplicaSet vllm/vllm-qwen3-235b-6d5f7c9b8 peaked at 286Mi, "
+            "1% of its 16Gi (more than 8x what it used); shmguard.io/size: 1Gi\n") in out, out
+    assert (f"{tree}/jobs/mnist.yaml:850: outgrown: 1 pod of JobSet default/mnist-demo peaked at 3900Mi, 95% of its 4Gi; "
+            "shmguard.io/size: 5850Mi\n") in out, out
+    assert "8 pod templates: 6 would get /dev/shm, 1 too small, 0 stale, 1 warning, 5 outgrown, 1 wasteful; 6 fail (--fail-on outgrown,wasteful)" in out, out
     assert "observed: JobSet team-b/gone (1 pod): no document in the input" in out, out
     # The Job no pod was seen of is judged as ever and not on figures.
-    assert "bert.yaml" in out and "outgrown: 1 pod of Job" not in out
+    assert f"{tree}/jobs/bert.yaml:9 Job/bert-finetune spec.template -> too small: has 1Gi, needs 2752Mi" in out
+    assert "bert.yaml:9: outgrown" not in out and "bert.yaml:9: wasteful" not in out
 
 
 def test_check_json_carries_the_figures_and_totals(tree, top_json):
@@ -104,7 +108,7 @@ def test_check_json_carries_the_figures_and_totals(tree, top_json):
     items = by_template(rep)
     master = items[("base/ddp.yaml", "spec.pytorchReplicaSpecs.Master.template")]["observed"]
     assert master["peakBytes"] == 7800 * MI and master["sizeBytes"] == 8 * GI and master["pods"] == 1
-    assert master["fit"] == "outgrown" and master["suggested"] == "9750Mi", master
+    assert master["fit"] == "outgrown" and master["suggested"] == "11700Mi", master
     vllm = items[("serve/vllm.yaml", "spec.template")]["observed"]
     assert vllm["fit"] == "wasteful" and vllm["suggested"] == "1Gi" and vllm["sizeBytes"] == 16 * GI, vllm
     assert "observed" not in items[("jobs/bert.yaml", "spec.template")] or \
@@ -129,11 +133,11 @@ def test_mutate_writes_the_sizes_and_check_passes_after(tree, top_json):
     # The user's own sizeLimit: one line replaced.
     assert "-            sizeLimit: 16Gi" in removed and "+            sizeLimit: 1Gi" in added, diff
     # The TrainJob: its spec.annotations.
-    assert any("shmguard.io/size: 2496Mi" in a for a in added), diff
+    assert any("shmguard.io/size: 5850Mi" in a for a in added), diff
     # Each PyTorchJob file gets the size on both templates.
     for f in ("base/ddp.yaml", "prod/ddp.yaml"):
         d = git(tree, "diff", "-U0", "--no-color", f)
-        assert d.count("shmguard.io/size: 9750Mi") == 1 and d.count("shmguard.io/size: 9375Mi") == 1, d
+        assert d.count("shmguard.io/size: 11700Mi") == 1 and d.count("shmguard.io/size: 11250Mi") == 1, d
     # Nothing else was touched: every removed line is the one sizeLimit.
     assert removed == ["-            sizeLimit: 16Gi"], diff
     # The report: one line per template, what was written and why the rest was not.

@@ -189,7 +189,7 @@ TEST(JudgeObserved, AKubeflowReplicaMeetsItsOwnPodsByName) {
   TemplateRef master = ref("PyTorchJob", "ddp"), worker = ref("PyTorchJob", "ddp"), other = ref("PyTorchJob", "ddp");
   master.path = "spec.pytorchReplicaSpecs.Master.template";
   worker.path = "spec.pytorchReplicaSpecs.Worker.template";
-  other.path = "spec.pytorchReplicaSpecs.Launcher.template";  // no pod of it seen: all the owner's
+  other.path = "spec.pytorchReplicaSpecs.Launcher.template";
   const auto params = cfg().sizing;
   const auto m = judge_observed(seen, master, 8192 * kMi, params).value();
   EXPECT_EQ(m.pods, 1u);
@@ -198,7 +198,12 @@ TEST(JudgeObserved, AKubeflowReplicaMeetsItsOwnPodsByName) {
   EXPECT_EQ(w.pods, 2u);
   EXPECT_EQ(w.peak, 2100 * kMi);
   EXPECT_EQ(w.fit, Fit::kFits);
-  EXPECT_EQ(judge_observed(seen, other, 8192 * kMi, params)->pods, 3u);
+  // A replica none of whose pods was seen, beside others that were: no figures for it.
+  EXPECT_FALSE(judge_observed(seen, other, 8192 * kMi, params));
+  // Pods not named as replicas (another operator): all the owner's.
+  Observed unnamed;
+  unnamed.pods.push_back(pod("team-a", "ddp-a1b2c", "PyTorchJob", "ddp", 7800 * kMi, 8192 * kMi));
+  EXPECT_EQ(judge_observed(unnamed, other, 8192 * kMi, params)->pods, 1u);
 }
 
 TEST(JudgeObserved, OwnersWithoutADocument) {

@@ -208,6 +208,15 @@ bool of_replica(const ObservedPod& p, const std::string& owner, const std::strin
          });
 }
 
+// NAME-TYPE-INDEX for any TYPE of lowercase letters.
+bool of_any_replica(const ObservedPod& p, const std::string& owner) {
+  if (!p.pod.starts_with(owner + "-")) return false;
+  const std::string_view rest = std::string_view(p.pod).substr(owner.size() + 1);
+  const std::size_t dash = rest.find('-');
+  return dash != std::string_view::npos && all_of_chars(rest.substr(0, dash), [](int c) { return std::islower(c); }) &&
+         all_of_chars(rest.substr(dash + 1), [](int c) { return std::isdigit(c); });
+}
+
 }  // namespace
 
 std::optional<OwnerSeen> judge_observed(const Observed& seen, const TemplateRef& ref, std::uint64_t size,
@@ -223,8 +232,16 @@ std::optional<OwnerSeen> judge_observed(const Observed& seen, const TemplateRef&
     std::copy_if(mine.begin(), mine.end(), std::back_inserter(out), keep);
     if (!out.empty()) mine = std::move(out);
   };
-  if (const std::string replica = replica_of(ref); !replica.empty())
+  if (const std::string replica = replica_of(ref); !replica.empty()) {
+    // Pods named as an operator names replicas, none of this one: its pods were not seen.
+    const bool replicas_named = std::any_of(mine.begin(), mine.end(), [&](const ObservedPod* p) {
+      return of_any_replica(*p, ref.name);
+    });
+    if (replicas_named && std::none_of(mine.begin(), mine.end(),
+                                       [&](const ObservedPod* p) { return of_replica(*p, ref.name, replica); }))
+      return std::nullopt;
     narrowed([&](const ObservedPod* p) { return of_replica(*p, ref.name, replica); });
+  }
   narrowed([&](const ObservedPod* p) { return p->size_limit.value_or(p->mounted.value_or(0)) == size; });
   const auto& pods = mine;
   OwnerSeen s;
