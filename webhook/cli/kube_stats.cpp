@@ -187,10 +187,16 @@ Status PodWatcher::wait_synced(int timeout_s) {
   return Failure{last_error_.empty() ? "the first list of pods is not in yet" : last_error_};
 }
 
-PodWatcher::Snapshot PodWatcher::snapshot() const {
+bool PodWatcher::any_missing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return store_.any_assessed_missing();
+}
+
+PodWatcher::Snapshot PodWatcher::snapshot(const monitor::Judge& judge) const {
   Snapshot s;
   std::lock_guard<std::mutex> lock(mu_);
-  s.pods = store_.kept();
+  s.pods = store_.pods(&judge);
+  s.kept = store_.size();
   s.any_missing = store_.any_assessed_missing();
   s.counts = store_.counts();
   s.resource_version = store_.resource_version();
@@ -245,6 +251,7 @@ void PodWatcher::watch_once() {
                            "&resourceVersion=" + url_encode(rv);
   bool relist = false, rewatch = false;
   auto end = kube::stream(api_, path, o_.watch_timeout_s + 30, [&](std::string_view line) {
+    bytes_ += line.size() + 1;
     const json event = monitor::parse_pod_list(std::string(line));
     std::lock_guard<std::mutex> lock(mu_);
     const monitor::WatchStep step = event.is_object() ? store_.apply(event) : monitor::WatchStep::kRewatch;
@@ -252,7 +259,7 @@ void PodWatcher::watch_once() {
     if (step == monitor::WatchStep::kRewatch) rewatch = true;
     return step == monitor::WatchStep::kContinue;
   }, &cancel_);
-  if (end) bytes_ += end->bytes;
+  if (end && end->status != 200) bytes_ += end->bytes;
   std::lock_guard<std::mutex> lock(mu_);
   if (!end) {
     last_error_ = "watching pods: " + end.error();

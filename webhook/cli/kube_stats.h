@@ -79,14 +79,19 @@ class PodWatcher {
   // Until the first list is in, or `timeout_s` passed (the failure says the last error).
   Status wait_synced(int timeout_s);
 
+  // The kept pods judged against `judge` (monitor::judged_pod) under the watcher's lock: no copy of
+  // the store is made. `any_missing`: the store holds a pod the engine would inject, whose reason
+  // needs a judge with the webhook view.
   struct Snapshot {
-    std::vector<monitor::WatchedPod> pods;
+    std::vector<monitor::PodShm> pods;
+    std::size_t kept = 0;
     bool any_missing = false;
     monitor::PodStore::Counts counts;
     std::string resource_version, last_error;
     std::uint64_t api_bytes = 0;  // read from the API server so far (lists and watch streams)
   };
-  Snapshot snapshot() const;
+  Snapshot snapshot(const monitor::Judge& judge) const;
+  bool any_missing() const;
 
  private:
   void run();

@@ -190,21 +190,21 @@ void write_events(const kube::Access& api, const MonitorArgs& a, const config::C
 void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Config& cfg, Kubelets& kubelets,
                const PodWatcher& watcher, int cycle, Shared& state) {
   const auto t0 = Clock::now();
-  PodWatcher::Snapshot snap = watcher.snapshot();
   // The webhook configuration and the namespaces say why a pod was missed: read only when the
-  // engine found one (at each event), so a cycle of protected pods asks the API server nothing.
+  // engine found one (at its event), so a cycle of protected pods asks the API server nothing.
   monitor::Judge judge;
   judge.cfg = &cfg;
-  if (snap.any_missing) {
+  bool loaded = false;
+  auto load = [&] {
     judge = load_judge(api, cfg, a.webhook_configuration, {true, "", ""}, a.timeout_s);
+    loaded = true;
     if (!judge.webhook.error.empty()) std::cerr << "shmguard monitor: cycle " << cycle << ": " << judge.webhook.error << "\n";
-  }
-  std::vector<monitor::PodShm> pods;
-  pods.reserve(snap.pods.size());
-  for (const auto& w : snap.pods)
-    if (auto p = monitor::judged_pod(w, &judge)) pods.push_back(std::move(*p));
-  const std::size_t kept = snap.pods.size();
-  snap.pods = {};
+  };
+  if (watcher.any_missing()) load();
+  PodWatcher::Snapshot snap = watcher.snapshot(judge);
+  if (snap.any_missing && !loaded) load(), snap = watcher.snapshot(judge);  // one came in meanwhile
+  std::vector<monitor::PodShm>& pods = snap.pods;
+  const std::size_t kept = snap.kept;
   auto nodes = kubelets.for_pods(pods);
   if (!nodes) {
     std::cerr << "shmguard monitor: cycle " << cycle << ": " << nodes.error() << "\n";
@@ -222,10 +222,14 @@ void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Conf
   std::size_t failed = 0;
   for (const auto& s : scrapes)
     if (!s.ok) ++failed, std::cerr << "shmguard monitor: node " << s.node << ": " << s.error << "\n";
+  const auto n_unprotected = std::count_if(pods.begin(), pods.end(), [](const monitor::PodShm& p) {
+    return p.protection.reason != monitor::Unprotected::kNo;
+  });
+  const std::size_t n_pods = pods.size();
   std::vector<monitor::PodShm> full, unprotected, leftover;
   {
     std::lock_guard<std::mutex> lock(state.mu);
-    state.tracker.update(pods, scrapes, wall_s());
+    state.tracker.update(std::move(pods), scrapes, wall_s());
     full = state.tracker.newly_full();
     unprotected = state.tracker.newly_unprotected();
     leftover = state.tracker.newly_leftover();
@@ -233,14 +237,12 @@ void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Conf
     state.ready = true;
   }
   if (a.events) write_events(api, a, cfg, judge, full, unprotected, leftover);
-  const auto n_unprotected = std::count_if(pods.begin(), pods.end(), [](const monitor::PodShm& p) {
-    return p.protection.reason != monitor::Unprotected::kNo;
-  });
+
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   const long cpu = cpu_ms();
   const long cpu_since = cpu - state.cpu_ms_at_last;
   state.cpu_ms_at_last = cpu;
-  std::cerr << "shmguard monitor: cycle " << cycle << ": " << pods.size() - n_unprotected << " pods with a /dev/shm and "
+  std::cerr << "shmguard monitor: cycle " << cycle << ": " << n_pods - n_unprotected << " pods with a /dev/shm and "
             << n_unprotected << " unprotected, " << scrapes.size() << " nodes (" << failed << " failed) in " << ms
             << " ms, cpu " << cpu_since << " ms since the last; watch: " << snap.counts.relists << " lists, " << snap.counts.added + snap.counts.modified + snap.counts.deleted
             << " events, " << snap.api_bytes << " bytes read\n";
