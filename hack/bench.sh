@@ -11,15 +11,25 @@
 #      the one-thread runs back to back and gives each round's ratio, their min/median/max and the
 #      ratio of each side's fastest round. Timed, every side writes to /dev/null.
 #   4. `shmguard monitor` and `shmguard top -A` against a fake fleet (hack/bench/fake_fleet.py: an
-#      API server and 200 kubelets x 50 pods on loopback), the monitor alone on CPU 0 and the fleet
-#      on CPU 1: each cycle's time, CPU per cycle and peak RSS; healthy, then with 5 slow kubelets
-#      (3 s) and one that never answers.
+#      API server and kubelets on loopback, pods shaped as real ones, CHURN pod updates a second
+#      streamed to watches), the monitor alone on CPU 0 and the fleet on CPU 1. Deployment mode at
+#      10,000 pods (200 nodes x 50) and 50,000 (1,000 x 50): each cycle's wall time, CPU per cycle,
+#      peak RSS and the API server's bytes per cycle (the fake counts what it served); with
+#      SHMGUARD_BENCH_BASELINE=/path/to/an/older/shmguard that binary too, same fleet, right before.
+#      DaemonSet mode: one agent (--node-name node-0, its own kubelet only) at 50 and 500 pods per
+#      node, each in a 10,000- and a 50,000-pod cluster. Then top -A, and the Deployment with 5 slow
+#      kubelets (3 s) and one that never answers. MONITOR_SIZES="10000 50000" picks the sizes.
 # usage: hack/bench.sh [engine|server|offline|monitor]...   (default: all)   DURATION=10s ROUNDS=1
+#        SHMGUARD_BENCH_BUILD=DIR builds there (default build/); SHMGUARD_BENCH_NO_BUILD=1 measures
+#        what DIR already holds
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/hack/deps.sh" bench
-"$root/hack/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=Release -DSHMGUARD_BUILD_BENCH=ON >/dev/null
-bin="$root/build/shmguard"
+build=${SHMGUARD_BENCH_BUILD:-$root/build}
+if [[ -z "${SHMGUARD_BENCH_NO_BUILD:-}" ]]; then  # set: measure what $build already holds
+  "$root/hack/deps.sh" bench
+  "$root/hack/build.sh" "$build" -DCMAKE_BUILD_TYPE=Release -DSHMGUARD_BUILD_BENCH=ON >/dev/null
+fi
+bin="$build/shmguard"
 duration=${DURATION:-10s}
 parts=("$@")
 ((${#parts[@]})) || parts=(engine server offline monitor)
@@ -32,7 +42,7 @@ for part in "${parts[@]}"; do
 case "$part" in
 engine)
   echo "== engine (Google Benchmark)"
-  "$root/build/shmguard_bench" --benchmark_min_time=1
+  "$build/shmguard_bench" --benchmark_min_time=1
   ;;
 server)
   echo "== server: wrk over TLS keep-alive, review of $(wc -c <"$root/hack/bench/review.json") bytes"
@@ -124,7 +134,7 @@ yaml.dump_all(docs, open("/dev/null", "w"), Dumper=yaml.CSafeDumper)
     fi
     # The floor: libyaml reading the same bytes into events and nothing more (tests/bench/libyaml_floor.cpp).
     /usr/bin/time -o "$work/floor.txt" -f "libyaml alone: %e s (cpu %U+%S s), peak RSS %M KiB" \
-      "$root/build/shmguard_libyaml_floor" "$work/big.yaml" >/dev/null
+      "$build/shmguard_libyaml_floor" "$work/big.yaml" >/dev/null
     cat "$work/floor.txt"
     /usr/bin/time -o "$work/py.txt" -f "PyYAML load+dump: %e s (cpu %U+%S s), peak RSS %M KiB" /usr/bin/python3 -c "$pyyaml" "$work/big.yaml"
     cat "$work/py.txt"
@@ -158,24 +168,86 @@ if base: print(f'the baseline, same rounds: {min(base)}-{max(base)} s against -j
   fi
   ;;
 monitor)
-  cycles=4
-  for fleet_args in "--slow 0 --hang 0" "--slow 5 --slow-seconds 3 --hang 1"; do
+  cycles=${CYCLES:-4}
+  fleet_up() {  # fleet_up ARGS...: the fake fleet on CPU 1, until it says ready
     rm -rf "$work/fleet"
-    taskset -c 1 python3 "$root/hack/bench/fake_fleet.py" "$work/fleet" $fleet_args >"$work/fleet.out" 2>&1 &
+    taskset -c 1 python3 "$root/hack/bench/fake_fleet.py" "$work/fleet" "$@" >"$work/fleet.out" 2>&1 &
     fleet=$!
-    for _ in $(seq 120); do grep -q '^ready' "$work/fleet.out" && break; sleep 0.5; done
-    echo "== monitor: $(sed -n 's/^ready: //p' "$work/fleet.out")"
-    # Cycles back to back (--period 1); the first also builds the fake's pages and writes the Events.
-    /usr/bin/time -f "%U %S %M" -o "$work/mon.time" taskset -c 0 "$bin" monitor --kubeconfig "$work/fleet/kubeconfig" \
-      --listen 127.0.0.1:0 --period 1 --cycles $cycles 2>"$work/mon.log" || true
-    sed -n 's/^shmguard monitor: cycle \([0-9]*\): \(.*\)/  cycle \1: \2/p' "$work/mon.log"
-    read -r user sys rss <"$work/mon.time"
-    python3 -c "print(f'  monitor on one core: {($user + $sys) / $cycles:.2f} s CPU per cycle, peak RSS {$rss / 1024:.1f} MiB')"
-    /usr/bin/time -f "  top -A on one core: %e s, %U+%S s CPU, peak RSS %M KiB" taskset -c 0 "$bin" top -A \
-      --kubeconfig "$work/fleet/kubeconfig" -o json >/dev/null 2>"$work/top.log" || true
-    tail -1 "$work/top.log"
-    kill "$fleet"; wait "$fleet" 2>/dev/null || true; fleet=
+    for _ in $(seq 600); do grep -q '^ready' "$work/fleet.out" && break; sleep 0.5; done
+    api=$(sed -n 's/.*api port \([0-9]*\).*/\1/p' "$work/fleet.out")
+  }
+  fleet_down() { kill "$fleet"; wait "$fleet" 2>/dev/null || true; fleet=; }
+  fleet_stat() {  # the fake API server's counters (JSON)
+    python3 - "$api" "$work/fleet/ca.crt" <<'PY'
+import json, ssl, sys, urllib.request
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+print(urllib.request.urlopen(f"https://127.0.0.1:{sys.argv[1]}/fleet/stats", context=ctx).read().decode())
+PY
+  }
+  # run_monitor LABEL BIN [monitor flags...]: CYCLES cycles back to back (--period 1) on CPU 0.
+  run_monitor() {
+    local label=$1 mbin=$2; shift 2
+    local before after
+    before=$(fleet_stat)
+    /usr/bin/time -f "%U %S %M %e" -o "$work/mon.time" taskset -c 0 "$mbin" monitor --kubeconfig "$work/fleet/kubeconfig" \
+      --listen 127.0.0.1:0 --period 1 --cycles "$cycles" "$@" 2>"$work/mon.log" || true
+    after=$(fleet_stat)
+    python3 - "$label" "$cycles" "$work/mon.time" "$work/mon.log" "$before" "$after" <<'PY'
+import json, re, sys
+label, cycles, timef, logf, before, after = sys.argv[1:]
+cycles = int(cycles)
+user, sys_, rss, wall = (float(x) for x in open(timef).read().split()[-4:])
+b, a = json.loads(before), json.loads(after)
+api = a["api_bytes"] - b["api_bytes"]
+log = open(logf).read()
+ms = [int(x) for x in re.findall(r"cycle \d+: .* in (\d+) ms", log)]
+cpu = [int(x) for x in re.findall(r"cpu (\d+) ms", log)]
+read = [int(x) for x in re.findall(r"(\d+) bytes read", log)]
+first = re.search(r"first list of (\d+) pods in (\d+) ms", log)
+lines = [l for l in log.splitlines() if "cycle" in l][:2]
+print(f"  {label}: {cycles} cycles in {wall:.1f} s; peak RSS {rss / 1024:.1f} MiB; CPU {user + sys_:.2f} s in all, "
+      f"{(user + sys_) / cycles:.2f} s per cycle on average")
+if ms:
+    print(f"    each cycle (wall): {', '.join(str(m) for m in ms)} ms")
+if cpu:  # the monitor's own: CPU of the whole process (the watcher too) between two cycle ends
+    print(f"    CPU per cycle (the process, watcher included): {', '.join(str(c) for c in cpu)} ms"
+          + (f"; the first list: {first.group(1)} pods in {first.group(2)} ms" if first else ""))
+print(f"    API server: {api / 1e6:.2f} MB in all, {api / cycles / 1e6:.2f} MB per cycle on average; "
+      f"{a['pod_lists'] - b['pod_lists']} pod lists, {a['watches'] - b['watches']} watches, "
+      f"{a['node_lists'] - b['node_lists']} node list pages")
+if len(read) > 1:
+    per = [y - x for x, y in zip(read, read[1:])]
+    print(f"    API bytes read per cycle after the first (pod watch): {', '.join(str(x) for x in per)}")
+for l in lines:
+    print("    log: " + l.strip())
+PY
+  }
+  kubelet_port() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$work/fleet/kubelets.json" "$1"; }
+  churn=${CHURN:-10}
+  for size in ${MONITOR_SIZES:-10000 50000}; do
+    nodes=$((size / 50))
+    fleet_up --nodes "$nodes" --pods 50 --slow 0 --hang 0 --churn "$churn"
+    echo "== monitor, Deployment mode: $(sed -n 's/^ready: //p' "$work/fleet.out"); $churn pod updates/s"
+    if [[ -n "${SHMGUARD_BENCH_BASELINE:-}" ]]; then run_monitor "baseline" "$SHMGUARD_BENCH_BASELINE"; fi
+    run_monitor "shmguard" "$bin"
+    echo "== monitor, DaemonSet mode: one agent, node-0 of $nodes (50 pods a node, $size in the cluster)"
+    run_monitor "agent node-0" "$bin" --node-name node-0 --kubelet-address 127.0.0.1 --kubelet-port "$(kubelet_port node-0)"
+    if [[ $size == 10000 ]]; then
+      /usr/bin/time -f "  top -A on one core: %e s, %U+%S s CPU, peak RSS %M KiB" taskset -c 0 "$bin" top -A \
+        --kubeconfig "$work/fleet/kubeconfig" -o json >/dev/null 2>"$work/top.log" || true
+      tail -1 "$work/top.log"
+    fi
+    fleet_down
+    nodes=$((size / 500))
+    fleet_up --nodes "$nodes" --pods 500 --slow 0 --hang 0 --churn "$churn"
+    echo "== monitor, DaemonSet mode: one agent, node-0 of $nodes (500 pods a node, $size in the cluster)"
+    run_monitor "agent node-0" "$bin" --node-name node-0 --kubelet-address 127.0.0.1 --kubelet-port "$(kubelet_port node-0)"
+    fleet_down
   done
+  fleet_up --nodes 200 --pods 50 --slow 5 --slow-seconds 3 --hang 1
+  echo "== monitor, Deployment mode, 5 slow kubelets and one dead: $(sed -n 's/^ready: //p' "$work/fleet.out")"
+  run_monitor "shmguard" "$bin"
+  fleet_down
   ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac

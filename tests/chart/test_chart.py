@@ -446,6 +446,63 @@ def test_monitor_is_off_by_default_and_least_privileged_when_on():
     assert "{{ $labels.pod }}" in alerts["ShmguardShmNearlyFull"]["annotations"]["summary"]
 
 
+def test_monitor_daemonset_mode_is_one_agent_per_node_with_its_own_node_only():
+    docs, by_kind = objects(sets=["monitor.enabled=true", "monitor.mode=daemonset", "monitor.serviceMonitor.enabled=true",
+                                  "monitor.prometheusRule.enabled=true"])
+    mon = [d for d in docs if d["metadata"]["name"] in ("shmguard-monitor", f"shmguard-monitor-{NS}")]
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in mon) == [
+        ("ClusterRole", f"shmguard-monitor-{NS}"), ("ClusterRoleBinding", f"shmguard-monitor-{NS}"),
+        ("DaemonSet", "shmguard-monitor"), ("PrometheusRule", "shmguard-monitor"), ("Service", "shmguard-monitor"),
+        ("ServiceAccount", "shmguard-monitor"), ("ServiceMonitor", "shmguard-monitor")]
+    assert not [d for d in by_kind["Deployment"] if d["metadata"]["name"] == "shmguard-monitor"]
+    ds = one(by_kind, "DaemonSet")
+    spec = ds["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    # Its node's pods (fieldSelector spec.nodeName) and its own kubelet, both from the downward API.
+    assert "--node-name=$(NODE_NAME)" in c["args"] and "--kubelet-address=$(HOST_IP)" in c["args"]
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]}
+    assert env == {"NODE_NAME": "spec.nodeName", "HOST_IP": "status.hostIP"}
+    assert c["args"][:4] == ["monitor", "--listen=0.0.0.0:9090", "--period=30", "--kubelet-timeout=5"]
+    assert "--kubelet-ca=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" in c["args"]
+    # Training nodes are tainted: an agent tolerates every taint unless told otherwise.
+    assert spec["tolerations"] == [{"operator": "Exists"}]
+    assert "nodeSelector" not in spec
+    assert ds["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+    # The least RBAC lets it do: no node list (the downward API names its node and address); the rest
+    # cannot be narrowed to one node by RBAC, the agent asks only for its own.
+    role = next(d for d in mon if d["kind"] == "ClusterRole")
+    granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    assert granted == {("", "pods", "list"), ("", "pods", "watch"), ("", "nodes/stats", "get"), ("", "events", "create"),
+                       ("", "namespaces", "list"), ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get")}
+    # Prometheus scrapes every agent through the Service's endpoints (the ServiceMonitor, as in the
+    # Deployment mode); a client of the Service (helm test) reaches the agent of its own node.
+    svc = next(d for d in mon if d["kind"] == "Service")
+    assert svc["spec"]["internalTrafficPolicy"] == "Local"
+    assert svc["spec"]["selector"] == ds["spec"]["selector"]["matchLabels"] == ds["spec"]["template"]["metadata"]["labels"]
+    sm = next(d for d in mon if d["kind"] == "ServiceMonitor")
+    assert sm["spec"]["selector"]["matchLabels"] == svc["metadata"]["labels"]
+    assert sm["spec"]["endpoints"][0]["port"] == "metrics"
+    test = next(d for d in by_kind["Pod"] if d["metadata"]["name"] == "shmguard-monitor-test")
+    assert f"--check=http://shmguard-monitor.{NS}.svc:9090" in test["spec"]["containers"][0]["args"]
+    # Where agents run is set apart from the webhook's placement.
+    docs, by_kind = objects(sets=["monitor.enabled=true", "monitor.mode=daemonset", "nodeSelector.role=system",
+                                  "monitor.daemonset.nodeSelector.pool=gpu", "monitor.daemonset.tolerations=null"])
+    spec = one(by_kind, "DaemonSet")["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"pool": "gpu"} and "tolerations" not in spec
+    # The Deployment mode is the default and keeps its Service as it was.
+    docs, by_kind = objects(sets=["monitor.enabled=true"])
+    assert "DaemonSet" not in by_kind
+    svc = next(d for d in by_kind["Service"] if d["metadata"]["name"] == "shmguard-monitor")
+    assert "internalTrafficPolicy" not in svc["spec"]
+    assert "env" not in next(d for d in by_kind["Deployment"] if d["metadata"]["name"] == "shmguard-monitor")[
+        "spec"]["template"]["spec"]["containers"][0]
+
+
+def test_monitor_mode_is_checked():
+    with pytest.raises(RenderError):
+        objects(sets=["monitor.enabled=true", "monitor.mode=sidecar"])
+
+
 def test_monitor_dashboard_is_a_configmap_grafana_picks_up():
     docs, _ = objects(sets=["monitor.enabled=true", "monitor.dashboard.enabled=true"])
     cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "shmguard-monitor-dashboard")

@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <memory>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
 
 #include "base/parallel.h"
 #include "base/text.h"
@@ -75,6 +77,13 @@ std::string leftover_message(const monitor::PodShm& p) {
          "or recreate the pod";
 }
 
+// CPU time of the whole process (the watcher's thread too), in milliseconds.
+long cpu_ms() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000L + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000;
+}
+
 double wall_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -83,54 +92,160 @@ double wall_s() {
 struct Shared {
   std::mutex mu;
   monitor::Tracker tracker;
+  std::string watch_text;  // the watch's metrics at the last cycle
+  long cpu_ms_at_last = 0;  // the process's CPU at the end of the last cycle
   bool ready = false;  // a cycle was done: /healthz says ok
 };
 
-// Nodes, pods, every kubelet's summary, the tracker's update, the Events; one log line.
-void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Config& cfg, const std::string& ca, int cycle,
-               Shared& state) {
+// Where the kubelets are: in Deployment mode the node list, read again after --node-refresh or
+// when a pod runs on a node it does not name; in DaemonSet mode the one kubelet of --node-name.
+class Kubelets {
+ public:
+  Kubelets(const kube::Access& api, const MonitorArgs& a, std::string ca) : api_(api), a_(a), ca_(std::move(ca)) {}
+
+  Result<std::vector<NodeTarget>> for_pods(const std::vector<monitor::PodShm>& pods) {
+    if (!a_.node_name.empty()) return own();
+    const auto now = Clock::now();
+    bool stale = !read_ || now - read_at_ > std::chrono::seconds(a_.node_refresh_s);
+    for (const auto& p : pods)
+      if (!stale && !p.volume.empty() && !p.node.empty() && !known(p.node)) stale = true;
+    if (stale) {
+      auto nodes = list_kubelets(api_, a_.timeout_s, ca_, a_.kubelet_insecure_tls);
+      if (!nodes) return nodes.failure_part();
+      nodes_ = std::move(*nodes);
+      read_ = true;
+      read_at_ = now;
+      ++lists_;
+    }
+    return nodes_;
+  }
+  std::uint64_t lists() const { return lists_; }
+
+ private:
+  bool known(const std::string& node) const {
+    return std::any_of(nodes_.begin(), nodes_.end(), [&](const NodeTarget& n) { return n.name == node; });
+  }
+  Result<std::vector<NodeTarget>> own() {
+    if (read_) return nodes_;
+    std::string address = a_.kubelet_address;
+    int port = a_.kubelet_port;
+    if (address.empty()) {  // needs `get nodes`: the chart gives the downward API's status.hostIP instead
+      auto r = kube::get(api_, "/api/v1/nodes/" + url_encode(a_.node_name), a_.timeout_s, true);
+      if (!r) return r.failure_part();
+      if (r->status != 200)
+        return Failure{"cannot read node " + a_.node_name + ": " + kube::error_message(*r) + " (give --kubelet-address)"};
+      const auto found = monitor::kubelet_addresses({{"items", {monitor::parse_node_list(r->text)}}});
+      if (found.empty()) return Failure{"node " + a_.node_name + " has no address"};
+      address = found[0].address;
+      port = found[0].port;
+    }
+    nodes_ = {{a_.node_name, kube::at_kubelet(api_, address, port, ca_.empty() ? api_.ca_pem : ca_, a_.kubelet_insecure_tls)}};
+    read_ = true;
+    return nodes_;
+  }
+
+  const kube::Access& api_;
+  const MonitorArgs& a_;
+  const std::string ca_;
+  std::vector<NodeTarget> nodes_;
+  bool read_ = false;
+  Clock::time_point read_at_;
+  std::uint64_t lists_ = 0;
+};
+
+// The watch's own figures, beside the tracker's (exposition format).
+std::string watch_exposition(const PodWatcher::Snapshot& s, std::size_t kept, std::uint64_t node_lists) {
+  std::string out;
+  auto counter = [&](const char* name, const char* help, std::uint64_t v, const char* type = "counter") {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+           std::to_string(v) + "\n";
+  };
+  out += "# HELP shmguard_monitor_watch_events_total Pod watch events applied, by type.\n"
+         "# TYPE shmguard_monitor_watch_events_total counter\n";
+  for (const auto& [type, n] : {std::pair<const char*, std::uint64_t>{"ADDED", s.counts.added}, {"MODIFIED", s.counts.modified},
+                                {"DELETED", s.counts.deleted}, {"BOOKMARK", s.counts.bookmarks}, {"ERROR", s.counts.errors}})
+    out += std::string("shmguard_monitor_watch_events_total{type=\"") + type + "\"} " + std::to_string(n) + "\n";
+  counter("shmguard_monitor_pod_lists_total", "Full lists of the pods (the first, and after 410 Gone).", s.counts.relists);
+  counter("shmguard_monitor_node_lists_total", "Lists of the nodes (Deployment mode).", node_lists);
+  counter("shmguard_monitor_api_read_bytes_total", "Bytes read from the API server by the pod lists and watches.", s.api_bytes);
+  counter("shmguard_monitor_pods_kept", "Pods the monitor keeps from its watch.", kept, "gauge");
+  return out;
+}
+
+// The cycle's Events: in parallel as the scrapes (500 pods crossing 90% at once are 500 POSTs).
+void write_events(const kube::Access& api, const MonitorArgs& a, const config::Config& cfg, const monitor::Judge& judge,
+                  const std::vector<monitor::PodShm>& full, const std::vector<monitor::PodShm>& unprotected,
+                  const std::vector<monitor::PodShm>& leftover) {
+  parallel_for(full.size(), a.parallel, [&](unsigned, std::size_t i) {
+    write_event(api, a, full[i], "ShmNearlyFull", nearly_full_message(full[i], cfg));
+  });
+  parallel_for(unprotected.size(), a.parallel, [&](unsigned, std::size_t i) {
+    const auto& p = unprotected[i];
+    write_event(api, a, p, "ShmUnprotected", monitor::unprotected_message(p.protection, p.namespace_name, judge));
+  });
+  for (const auto& p : leftover) write_event(api, a, p, "ShmLeftover", leftover_message(p));
+}
+
+// The kept pods, every kubelet's summary, the tracker's update, the Events; one log line.
+void one_cycle(const kube::Access& api, const MonitorArgs& a, const config::Config& cfg, Kubelets& kubelets,
+               const PodWatcher& watcher, int cycle, Shared& state) {
   const auto t0 = Clock::now();
-  auto nodes = list_kubelets(api, a.timeout_s, ca, a.kubelet_insecure_tls);
-  const monitor::Judge judge = load_judge(api, cfg, a.webhook_configuration, {true, "", ""}, a.timeout_s);
-  if (!judge.webhook.error.empty()) std::cerr << "shmguard monitor: cycle " << cycle << ": " << judge.webhook.error << "\n";
-  auto pods = nodes ? list_pods(api, {true, "", ""}, a.timeout_s, &judge) : nodes.failure_part();
-  if (!nodes || !pods) {
-    std::cerr << "shmguard monitor: cycle " << cycle << ": " << (nodes ? pods.error() : nodes.error()) << "\n";
+  // The webhook configuration and the namespaces say why a pod was missed: read only when the
+  // engine found one (at its event), so a cycle of protected pods asks the API server nothing.
+  monitor::Judge judge;
+  judge.cfg = &cfg;
+  bool loaded = false;
+  auto load = [&] {
+    judge = load_judge(api, cfg, a.webhook_configuration, {true, "", ""}, a.timeout_s);
+    loaded = true;
+    if (!judge.webhook.error.empty()) std::cerr << "shmguard monitor: cycle " << cycle << ": " << judge.webhook.error << "\n";
+  };
+  if (watcher.any_missing()) load();
+  PodWatcher::Snapshot snap = watcher.snapshot(judge);
+  if (snap.any_missing && !loaded) load(), snap = watcher.snapshot(judge);  // one came in meanwhile
+  std::vector<monitor::PodShm>& pods = snap.pods;
+  const std::size_t kept = snap.kept;
+  auto nodes = kubelets.for_pods(pods);
+  if (!nodes) {
+    std::cerr << "shmguard monitor: cycle " << cycle << ": " << nodes.error() << "\n";
     return;
   }
   std::vector<NodeTarget> wanted;  // only nodes that run a pod with a /dev/shm
-  for (auto& n : *nodes)
-    if (std::any_of(pods->begin(), pods->end(), [&](const monitor::PodShm& p) { return p.node == n.name && !p.volume.empty(); }))
-      wanted.push_back(std::move(n));
-  auto scrapes = read_summaries(api, wanted, *pods, a.timeout_s, a.parallel);
+  {
+    std::unordered_set<std::string> with_shm;
+    for (const auto& p : pods)
+      if (!p.volume.empty()) with_shm.insert(p.node);
+    for (const auto& n : *nodes)
+      if (with_shm.count(n.name)) wanted.push_back(n);
+  }
+  auto scrapes = read_summaries(api, wanted, pods, a.timeout_s, a.parallel);
   std::size_t failed = 0;
   for (const auto& s : scrapes)
     if (!s.ok) ++failed, std::cerr << "shmguard monitor: node " << s.node << ": " << s.error << "\n";
+  const auto n_unprotected = std::count_if(pods.begin(), pods.end(), [](const monitor::PodShm& p) {
+    return p.protection.reason != monitor::Unprotected::kNo;
+  });
+  const std::size_t n_pods = pods.size();
   std::vector<monitor::PodShm> full, unprotected, leftover;
   {
     std::lock_guard<std::mutex> lock(state.mu);
-    state.tracker.update(*pods, scrapes, wall_s());
+    state.tracker.update(std::move(pods), scrapes, wall_s());
     full = state.tracker.newly_full();
     unprotected = state.tracker.newly_unprotected();
     leftover = state.tracker.newly_leftover();
+    state.watch_text = watch_exposition(snap, kept, kubelets.lists());
     state.ready = true;
   }
-  if (a.events) {  // in parallel as the scrapes: 500 pods crossing 90% at once are 500 POSTs
-    parallel_for(full.size(), a.parallel, [&](unsigned, std::size_t i) {
-      write_event(api, a, full[i], "ShmNearlyFull", nearly_full_message(full[i], cfg));
-    });
-    parallel_for(unprotected.size(), a.parallel, [&](unsigned, std::size_t i) {
-      const auto& p = unprotected[i];
-      write_event(api, a, p, "ShmUnprotected", monitor::unprotected_message(p.protection, p.namespace_name, judge));
-    });
-    for (const auto& p : leftover) write_event(api, a, p, "ShmLeftover", leftover_message(p));
-  }
-  const auto n_unprotected = std::count_if(pods->begin(), pods->end(), [](const monitor::PodShm& p) {
-    return p.protection.reason != monitor::Unprotected::kNo;
-  });
+  if (a.events) write_events(api, a, cfg, judge, full, unprotected, leftover);
+
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-  std::cerr << "shmguard monitor: cycle " << cycle << ": " << pods->size() - n_unprotected << " pods with a /dev/shm and "
-            << n_unprotected << " unprotected, " << scrapes.size() << " nodes (" << failed << " failed) in " << ms << " ms\n";
+  const long cpu = cpu_ms();
+  const long cpu_since = cpu - state.cpu_ms_at_last;
+  state.cpu_ms_at_last = cpu;
+  std::cerr << "shmguard monitor: cycle " << cycle << ": " << n_pods - n_unprotected << " pods with a /dev/shm and "
+            << n_unprotected << " unprotected, " << scrapes.size() << " nodes (" << failed << " failed) in " << ms
+            << " ms, cpu " << cpu_since << " ms since the last; watch: " << snap.counts.relists << " lists, " << snap.counts.added + snap.counts.modified + snap.counts.deleted
+            << " events, " << snap.api_bytes << " bytes read\n";
 }
 
 // What a monitor's metrics say, for --check.
@@ -206,7 +321,8 @@ int run_monitor_check(const MonitorCheckArgs& a) {
 }
 
 int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
-  if (a.period_s < 1 || a.timeout_s < 1) return fail("monitor", "--period and --kubelet-timeout must be at least 1 second");
+  if (a.period_s < 1 || a.timeout_s < 1 || a.watch_timeout_s < 1 || a.node_refresh_s < 1)
+    return fail("monitor", "--period, --kubelet-timeout, --watch-timeout and --node-refresh must be at least 1 second");
   auto api = kube::load_access(a.kubeconfig, a.context);
   if (!api) return fail("monitor", api.error());
   std::string ca;
@@ -224,7 +340,7 @@ int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
   httplib::Server server;
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(state.mu);
-    res.set_content(state.tracker.exposition(wall_s()), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(state.tracker.exposition(wall_s()) + state.watch_text, "text/plain; version=0.0.4; charset=utf-8");
   });
   server.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(state.mu);
@@ -237,11 +353,25 @@ int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
   signal(SIGINT, on_term);
   signal(SIGPIPE, SIG_IGN);
 
+  PodWatchOptions wo;
+  if (!a.node_name.empty()) wo.field_selector = "spec.nodeName=" + a.node_name + "," + wo.field_selector;
+  wo.request_timeout_s = std::max(a.timeout_s, 10);
+  wo.watch_timeout_s = a.watch_timeout_s;
+  PodWatcher watcher(*api, wo, &cfg);
+  watcher.start();
+  Kubelets kubelets(*api, a, ca);
+  // The first cycle waits for the first list (as an informer's HasSynced), then each runs on the kept pods.
+  for (int waited = 1; !g_stop; ++waited) {
+    const Status synced = watcher.wait_synced(1);
+    if (synced) break;
+    if (waited % 30 == 0) std::cerr << "shmguard monitor: waiting for the first list of pods: " << synced.error() << "\n";
+  }
   for (int cycle = 1; !g_stop && (a.cycles == 0 || cycle <= a.cycles); ++cycle) {
-    one_cycle(*api, a, cfg, ca, cycle, state);
+    one_cycle(*api, a, cfg, kubelets, watcher, cycle, state);
     if (a.cycles != 0 && cycle == a.cycles) break;
     for (int i = 0; i < a.period_s * 10 && !g_stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  watcher.stop();
   server.stop();
   http.join();
   return kExitOk;
@@ -265,6 +395,17 @@ void add_monitor(CLI::App& app, Outcome& out) {
       "shmguard's MutatingWebhookConfiguration, to say why a pod is unprotected (default: the one labelled "
       "app.kubernetes.io/name=shmguard)");
   c->add_option("--cycles", a->cycles, "stop after this many cycles (0: until SIGTERM)")->capture_default_str();
+  c->add_option("--node-name", a->node_name,
+      "DaemonSet mode: watch only this node's pods (fieldSelector spec.nodeName) and read only its kubelet");
+  c->add_option("--kubelet-address", a->kubelet_address,
+      "with --node-name: the kubelet's address (the downward API's status.hostIP; default: the Node's, "
+      "which needs `get nodes`)");
+  c->add_option("--kubelet-port", a->kubelet_port, "with --kubelet-address: the kubelet's port")->capture_default_str();
+  c->add_option("--node-refresh", a->node_refresh_s,
+      "seconds after which the node list is read again (and whenever a pod runs on a node it does not name)")
+      ->capture_default_str();
+  c->add_option("--watch-timeout", a->watch_timeout_s,
+      "the pod watch's timeoutSeconds: the API server ends it then and the monitor watches again")->capture_default_str();
   c->add_option("--config", *config, "YAML config file (headroom and min, for the suggestion)");
   auto* check = c->add_option("--check", check_args->url,
       "instead of monitoring: ask the monitor at http://HOST:PORT until it has done a cycle "

@@ -1,9 +1,12 @@
-// `shmguard monitor`: the chart's optional Deployment (monitor.enabled). On a period it lists the
-// nodes and the running pods with a /dev/shm, reads every kubelet's Summary API in parallel
-// (`nodes/stats`, as metrics-server does), keeps each pod's peak while it lives, serves Prometheus
-// metrics, and writes an Event on a pod the first time its /dev/shm reaches 90%. Every running pod
-// is judged by the engine: a training pod without the /dev/shm shmguard would give it is reported
-// unprotected, with why (monitor/protection.h), in the metrics and an Event.
+// `shmguard monitor`: the chart's optional Deployment (monitor.enabled), or with --node-name one
+// agent per node (monitor.mode: daemonset). It keeps the running pods from a watch (a list, then a
+// watch from its resourceVersion: kube_stats.h PodWatcher; the agent's is field-selected to its
+// node), and on a period reads the kubelets' Summary API in parallel (`nodes/stats`, as
+// metrics-server does; the agent reads its own kubelet only), keeps each pod's peak while it lives,
+// serves Prometheus metrics, and writes an Event on a pod the first time its /dev/shm reaches 90%.
+// Every running pod is judged by the engine once per version of it: a training pod without the
+// /dev/shm shmguard would give it is reported unprotected, with why (monitor/protection.h), in the
+// metrics and an Event.
 #pragma once
 
 #include <string>
@@ -23,6 +26,12 @@ struct MonitorArgs {
   bool events = true;                   // write the 90% and the unprotected Events
   std::string webhook_configuration;    // shmguard's MutatingWebhookConfiguration ("" : by its label)
   int cycles = 0;                       // stop after this many (tests); 0: run until SIGTERM
+  // DaemonSet mode: this node's pods (fieldSelector spec.nodeName) and its kubelet only, at
+  // `kubelet_address` (the downward API's status.hostIP; "" : the Node's address, which needs `get nodes`).
+  std::string node_name, kubelet_address;
+  int kubelet_port = 10250;
+  int node_refresh_s = 300;             // Deployment mode: the node list is read again after this long
+  int watch_timeout_s = 300;            // the pod watch's timeoutSeconds
 };
 
 int run_monitor(const MonitorArgs& a, const config::Config& cfg);

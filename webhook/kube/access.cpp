@@ -2,6 +2,7 @@
 #include "kube/access.h"
 
 #include "base/text.h"
+#include "kube/client_internal.h"
 
 #include <httplib.h>
 #include <openssl/evp.h>
@@ -268,9 +269,7 @@ Result<Access> load_access(const std::string& kubeconfig, const std::string& con
   return Failure{"no kubeconfig: give --kubeconfig, set KUBECONFIG, or create ~/.kube/config"};
 }
 
-namespace {
-
-Result<Response> request(const Access& a, const std::string& path, const json* post_body, long timeout_ms, bool raw) {
+Result<std::unique_ptr<httplib::SSLClient>> new_client(const Access& a, long timeout_ms) {
   X509Ptr cert(nullptr, X509_free);
   KeyPtr key(nullptr, EVP_PKEY_free);
   if (!a.client_cert_pem.empty()) {
@@ -280,26 +279,42 @@ Result<Response> request(const Access& a, const std::string& path, const json* p
     key.reset(PEM_read_bio_PrivateKey(kb.get(), nullptr, nullptr, nullptr));
     if (!cert || !key) return Failure{a.where + ": the client certificate or key is not PEM"};
   }
-  httplib::SSLClient cli(a.host, a.port, cert.get(), key.get());
-  if (a.insecure) cli.enable_server_certificate_verification(false);
-  else if (!a.ca_pem.empty()) verify_against(cli, a.ca_pem, a.host);
+  // The SSL_CTX takes its own references to the certificate and key.
+  auto cli = std::make_unique<httplib::SSLClient>(a.host, a.port, cert.get(), key.get());
+  if (a.insecure) cli->enable_server_certificate_verification(false);
+  else if (!a.ca_pem.empty()) verify_against(*cli, a.ca_pem, a.host);
   t_verify_error = X509_V_OK;
   const time_t sec = timeout_ms / 1000;
   const time_t usec = (timeout_ms % 1000) * 1000;
-  cli.set_connection_timeout(sec, usec);
-  cli.set_read_timeout(sec, usec);
-  cli.set_write_timeout(sec, usec);
+  cli->set_connection_timeout(sec, usec);
+  cli->set_read_timeout(sec, usec);
+  cli->set_write_timeout(sec, usec);
+  return cli;
+}
+
+httplib::Headers request_headers(const Access& a) {
   httplib::Headers headers{{"Accept", "application/json"}};
   if (!a.token.empty()) headers.emplace("Authorization", "Bearer " + a.token);
+  return headers;
+}
+
+std::string transport_failure(const Access& a, httplib::SSLClient& cli, httplib::Error e) {
+  std::string why = "cannot reach " + a.host + ":" + std::to_string(a.port) + " (" + a.where + "): " + httplib::to_string(e);
+  if (long v = cli.get_openssl_verify_result(); v != 0) why += std::string(": ") + X509_verify_cert_error_string(v);
+  else if (t_verify_error != X509_V_OK) why += std::string(": ") + X509_verify_cert_error_string(t_verify_error);
+  return why;
+}
+
+namespace {
+
+Result<Response> request(const Access& a, const std::string& path, const json* post_body, long timeout_ms, bool raw) {
+  auto made = new_client(a, timeout_ms);
+  if (!made) return made.failure_part();
+  httplib::SSLClient& cli = **made;
+  const httplib::Headers headers = request_headers(a);
   auto res = post_body ? cli.Post((a.base_path + path).c_str(), headers, post_body->dump(), "application/json")
                        : cli.Get((a.base_path + path).c_str(), headers);
-  if (!res) {
-    std::string why = "cannot reach " + a.host + ":" + std::to_string(a.port) + " (" + a.where + "): " +
-                      httplib::to_string(res.error());
-    if (long v = cli.get_openssl_verify_result(); v != 0) why += std::string(": ") + X509_verify_cert_error_string(v);
-    else if (t_verify_error != X509_V_OK) why += std::string(": ") + X509_verify_cert_error_string(t_verify_error);
-    return Failure{why};
-  }
+  if (!res) return Failure{transport_failure(a, cli, res.error())};
   Response r;
   r.status = res->status;
   r.text = res->body;

@@ -70,14 +70,13 @@ WebhookView read_webhook_view(const json& configuration, const std::string& entr
 namespace {
 
 // Why a training pod shmguard would inject now has no /dev/shm from it.
-Unprotected why_missed(const json& md, const Judge& j, const std::string& created) {
+Unprotected why_missed(const std::string& ns, const json* labels, const Judge& j, const std::string& created) {
   if (!j.webhook.error.empty()) return Unprotected::kNotInjected;
-  const std::string ns = str_field(md, "namespace");
   const json fallback = {{"kubernetes.io/metadata.name", ns}};
   const auto it = j.namespace_labels.find(ns);
   if (!selector_matches(j.webhook.namespace_selector, it == j.namespace_labels.end() ? &fallback : &it->second))
     return Unprotected::kNamespaceNotSelected;
-  if (!selector_matches(j.webhook.object_selector, child(md, "labels"))) return Unprotected::kObjectNotSelected;
+  if (!selector_matches(j.webhook.object_selector, labels)) return Unprotected::kObjectNotSelected;
   if (!created.empty() && !j.webhook.created.empty() && created < j.webhook.created) return Unprotected::kBeforeInstall;
   if (j.cfg->mode == config::Mode::kAudit) return Unprotected::kAuditMode;
   return Unprotected::kFailedOpen;
@@ -85,21 +84,43 @@ Unprotected why_missed(const json& md, const Judge& j, const std::string& create
 
 }  // namespace
 
-Protection judge_pod(const json& pod, const Judge& j) {
-  Protection p;
+Assessment assess_pod(const json& pod, const config::Config& cfg) {
+  Assessment a;
   const json* md = child(pod, "metadata");
-  if (!md || !j.cfg) return p;
-  p.created = str_field(*md, "creationTimestamp");
-  const inject::InjectResult r = inject::inject_pod(pod, *j.cfg);
+  if (!md) return a;
+  a.created = str_field(*md, "creationTimestamp");
+  const inject::InjectResult r = inject::inject_pod(pod, cfg);
   if (r.action == inject::Action::kInjected) {
-    p.reason = why_missed(*md, j, p.created);
-    p.need = r.size();
+    a.kind = Assessment::Kind::kMissing;
+    a.need = r.size();
+    if (const json* labels = child(*md, "labels")) a.labels = *labels;
   } else if (r.action == inject::Action::kUserManaged && r.too_small) {
+    a.kind = Assessment::Kind::kTooSmall;
+    a.need = r.size();
+    a.has = r.existing_size;
+  }
+  return a;
+}
+
+Protection judge_assessed(const Assessment& a, const std::string& ns, const Judge& j) {
+  Protection p;
+  if (!j.cfg) return p;
+  p.created = a.created;
+  if (a.kind == Assessment::Kind::kMissing) {
+    p.reason = why_missed(ns, a.labels.is_null() ? nullptr : &a.labels, j, a.created);
+    p.need = a.need;
+  } else if (a.kind == Assessment::Kind::kTooSmall) {
     p.reason = Unprotected::kTooSmall;
-    p.need = r.size();
-    p.has = r.existing_size;
+    p.need = a.need;
+    p.has = a.has;
   }
   return p;
+}
+
+Protection judge_pod(const json& pod, const Judge& j) {
+  const json* md = child(pod, "metadata");
+  if (!md || !j.cfg) return {};
+  return judge_assessed(assess_pod(pod, *j.cfg), str_field(*md, "namespace"), j);
 }
 
 std::string unprotected_message(const Protection& p, const std::string& ns, const Judge& j) {

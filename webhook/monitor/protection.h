@@ -73,7 +73,23 @@ struct Protection {
 // everything; an unknown operator matches nothing, as the API server would refuse it.
 bool selector_matches(const nlohmann::json& selector, const nlohmann::json* labels);
 
-// The pod (metadata, spec) judged against `j`.
+// What the engine says of a pod, apart from what it is judged against: the costly part (a run of
+// inject_pod), computed once per version of the pod (the monitor: once per watch event), while
+// the webhook configuration and the namespaces' labels it is judged against are read each cycle.
+struct Assessment {
+  enum class Kind : std::uint8_t { kFine, kMissing, kTooSmall };
+  Kind kind = Kind::kFine;           // kMissing: the engine would inject it; kTooSmall: its own is below its hints
+  std::uint64_t need = 0;
+  std::optional<std::uint64_t> has;  // kTooSmall: its own sizeLimit
+  std::string created;               // creationTimestamp
+  nlohmann::json labels;             // kMissing only (the objectSelector's input): null otherwise
+};
+Assessment assess_pod(const nlohmann::json& pod, const config::Config& cfg);
+
+// An assessed pod of namespace `ns` judged against `j`.
+Protection judge_assessed(const Assessment& a, const std::string& ns, const Judge& j);
+
+// The pod (metadata, spec) judged against `j`: judge_assessed(assess_pod(pod)).
 Protection judge_pod(const nlohmann::json& pod, const Judge& j);
 
 // One sentence for the Event and top: what is missing, why, and what to do. `ns` is the pod's

@@ -194,17 +194,19 @@ void set_restarts(const json& status, PodShm& p) {
   }
 }
 
-// The pod's record when it mounts a Memory emptyDir at /dev/shm or `judge` finds it unprotected.
-std::optional<PodShm> running_pod(const json& pod, const Judge* judge) {
+}  // namespace
+
+std::optional<WatchedPod> watched_pod(const json& pod, const config::Config* cfg) {
   const json* status = child(pod, "status");
   const json* spec = child(pod, "spec");
   const json* md = child(pod, "metadata");
   if (!status || str_field(*status, "phase") != "Running" || !spec || !md) return std::nullopt;
-  PodShm p;
+  WatchedPod w;
+  PodShm& p = w.pod;
   const std::string volume = shm_mount(*spec);
   const json* ed = volume.empty() ? nullptr : memory_volume(*spec, volume);
-  if (judge) p.protection = judge_pod(pod, *judge);
-  if (!ed && p.protection.reason == Unprotected::kNo) return std::nullopt;
+  if (cfg) w.assessment = assess_pod(pod, *cfg);
+  if (!ed && w.assessment.kind == Assessment::Kind::kFine) return std::nullopt;
   p.namespace_name = str_field(*md, "namespace");
   p.name = str_field(*md, "name");
   p.uid = str_field(*md, "uid");
@@ -216,15 +218,21 @@ std::optional<PodShm> running_pod(const json& pod, const Judge* judge) {
   }
   set_owner(*md, p);
   set_restarts(*status, p);
-  return p;
+  return w;
 }
 
-}  // namespace
+std::optional<PodShm> judged_pod(const WatchedPod& w, const Judge* judge) {
+  PodShm p = w.pod;
+  if (judge) p.protection = judge_assessed(w.assessment, p.namespace_name, *judge);
+  if (p.volume.empty() && p.protection.reason == Unprotected::kNo) return std::nullopt;
+  return p;
+}
 
 std::vector<PodShm> running_pods(const json& pod_list, const Judge* judge) {
   std::vector<PodShm> out;
   for (const auto& pod : array_items(pod_list, "items"))
-    if (auto p = running_pod(pod, judge)) out.push_back(std::move(*p));
+    if (auto w = watched_pod(pod, judge ? judge->cfg : nullptr))
+      if (auto p = judged_pod(*w, judge)) out.push_back(std::move(*p));
   return out;
 }
 

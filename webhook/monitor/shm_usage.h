@@ -65,6 +65,20 @@ std::vector<KubeletAddress> kubelet_addresses(const nlohmann::json& node_list);
 // whoever made it (shmguard or the user), and with a `judge` also the ones it finds unprotected
 // (with no such volume when they have none).
 std::vector<PodShm> running_pods(const nlohmann::json& pod_list, const Judge* judge);
+
+// What the monitor keeps of a pod between watch events: its record (no figures yet) and, with a
+// config, what the engine said of it, for the cycle to judge against that cycle's webhook view.
+struct WatchedPod {
+  PodShm pod;
+  Assessment assessment;
+};
+// The pod's record when it runs and mounts a Memory emptyDir at /dev/shm, or (with `cfg`) the engine
+// finds it a training pod without the /dev/shm it needs; nullopt when the monitor has nothing to
+// keep of it.
+std::optional<WatchedPod> watched_pod(const nlohmann::json& pod, const config::Config* cfg);
+// A kept pod as a cycle reports it: judged against `judge` (null: not judged); nullopt when it has
+// no /dev/shm of its own and `judge` finds it protected.
+std::optional<PodShm> judged_pod(const WatchedPod& w, const Judge* judge);
 inline std::vector<PodShm> shm_pods(const nlohmann::json& pod_list) { return running_pods(pod_list, nullptr); }
 
 // Where each pod is in a vector of them: by uid, and by "namespace/name" for pods without one.

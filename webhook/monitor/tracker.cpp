@@ -85,30 +85,31 @@ std::vector<Sample> parse_exposition(const std::string& text) {
   return out;
 }
 
-void Tracker::check_leftover(const PodShm& in, const PodShm& cur, bool first_sight) {
+void Tracker::check_leftover(const PodShm& cur, bool fresh, bool first_sight) {
   Leftover& l = leftovers_[key(cur)];
   if (first_sight || cur.restarts > l.restarts) {
     l.pending = cur.restarts > l.restarts;
     l.restarts = cur.restarts;
   }
   // Figures from this cycle's summary, taken after the container ended ("" : the kubelet gave no time).
-  const bool after = in.capacity && (in.stats_time.empty() || in.stats_time >= in.restart_finished);
+  const bool after = fresh && cur.capacity && (cur.stats_time.empty() || cur.stats_time >= cur.restart_finished);
   if (!l.pending || !after) return;
   l.pending = false;
-  l.bytes = in.du_bytes;
-  if (leftover_worth_telling(in.du_bytes, *in.capacity)) newly_leftover_.push_back(cur);
+  l.bytes = cur.du_bytes;
+  if (leftover_worth_telling(cur.du_bytes, *cur.capacity)) newly_leftover_.push_back(cur);
 }
 
-void Tracker::update(const std::vector<PodShm>& pods, const std::vector<NodeScrape>& nodes, double now_s) {
+void Tracker::update(std::vector<PodShm> pods, const std::vector<NodeScrape>& nodes, double now_s) {
   ++cycles_;
   newly_full_.clear();
   newly_unprotected_.clear();
   newly_leftover_.clear();
   std::map<std::string, PodShm> next;
-  for (const auto& p : pods) {
-    PodShm cur = p;
-    const bool first_sight = pods_.find(key(p)) == pods_.end();
-    if (auto old = pods_.find(key(p)); old != pods_.end()) {
+  for (auto& p : pods) {
+    PodShm cur = std::move(p);
+    const bool fresh = cur.capacity.has_value();
+    const bool first_sight = pods_.find(key(cur)) == pods_.end();
+    if (auto old = pods_.find(key(cur)); old != pods_.end()) {
       cur.peak = std::max(cur.peak, old->second.peak);
       if (!cur.capacity) {  // no figures this time (its node did not answer): keep the last ones
         cur.capacity = old->second.capacity;
@@ -124,7 +125,7 @@ void Tracker::update(const std::vector<PodShm>& pods, const std::vector<NodeScra
       w.unprotected = true;
       newly_unprotected_.push_back(cur);
     }
-    if (!cur.volume.empty()) check_leftover(p, cur, first_sight);
+    if (!cur.volume.empty()) check_leftover(cur, fresh, first_sight);
     next.emplace(key(cur), std::move(cur));
   }
   for (auto it = warned_.begin(); it != warned_.end();) it = next.count(it->first) ? std::next(it) : warned_.erase(it);
