@@ -6,6 +6,7 @@ import base64
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -663,3 +664,20 @@ def test_webhook_rejections_and_slow_calls_fire(tmp_path):
                 "description": "shmguard answers in microseconds; a slow call is the network or TLS between the API "
                                "server and the webhook, and every pod creation waits for it (up to timeoutSeconds, 5s)."}}]},
     ])
+
+
+@pytest.mark.skipif(not shutil.which("helm"), reason="helm not on PATH (hack/testbin.sh builds it)")
+def test_kube_version_claims_only_what_the_tests_run_on():
+    """Chart.yaml's kubeVersion is the oldest Kubernetes a test runs on (the cluster and node stages:
+    hack/testbin.sh's KUBE_VERSION). testbin's helm assumes that minor without a cluster."""
+    chart = yaml.safe_load((ROOT / "charts" / "shmguard" / "Chart.yaml").read_text())
+    testbin = (ROOT / "hack" / "testbin.sh").read_text()
+    kube = re.search(r"^KUBE_VERSION=v(\d+)\.(\d+)\.\d+", testbin, re.M)
+    assert chart["kubeVersion"] == f">={kube.group(1)}.{kube.group(2)}.0-0", chart["kubeVersion"]
+    helm = shutil.which("helm")
+    base = [helm, "template", "shmguard", str(ROOT / "charts" / "shmguard"), "--namespace", "shmguard"]
+    ok = subprocess.run(base + ["--kube-version", f"v{kube.group(1)}.{kube.group(2)}.0"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    older = f"v{kube.group(1)}.{int(kube.group(2)) - 1}.9"
+    r = subprocess.run(base + ["--kube-version", older], capture_output=True, text=True)
+    assert r.returncode != 0 and "incompatible with Kubernetes" in r.stderr, r.stderr
