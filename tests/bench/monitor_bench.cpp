@@ -60,6 +60,20 @@ std::vector<std::string> summaries(int cycle) {
   return out;
 }
 
+// The rest of a cycle, shared by both: the pods joined with every node's summary, tracked at
+// `now`, and the metrics text written.
+std::string join_and_track(std::vector<monitor::PodShm>& pods, const std::vector<std::string>& texts,
+                           monitor::Tracker& tracker, double now) {
+  const auto index = monitor::index_pods(pods);
+  std::vector<monitor::NodeScrape> nodes;
+  for (int n = 0; n < kNodes; ++n) {
+    monitor::apply_summary(pods, index, "node-" + std::to_string(n), monitor::parse_summary(texts[static_cast<std::size_t>(n)]));
+    nodes.push_back({"node-" + std::to_string(n), true, ""});
+  }
+  tracker.update(pods, nodes, now);
+  return tracker.exposition(now);
+}
+
 // `judged`: every pod also judged by the engine (protection.h), as the monitor and top do.
 void cycle(benchmark::State& state, bool judged) {
   const std::string list = pod_list();
@@ -74,14 +88,7 @@ void cycle(benchmark::State& state, bool judged) {
   std::size_t bytes = 0;
   for (auto _ : state) {
     auto pods = monitor::running_pods(monitor::parse_pod_list(list), judged ? &judge : nullptr);
-    const auto index = monitor::index_pods(pods);
-    std::vector<monitor::NodeScrape> nodes;
-    for (int n = 0; n < kNodes; ++n) {
-      monitor::apply_summary(pods, index, "node-" + std::to_string(n), monitor::parse_summary(texts[static_cast<std::size_t>(n)]));
-      nodes.push_back({"node-" + std::to_string(n), true, ""});
-    }
-    tracker.update(pods, nodes, now += 30);
-    const std::string text = tracker.exposition(now);
+    const std::string text = join_and_track(pods, texts, tracker, now += 30);
     bytes = text.size();
     benchmark::DoNotOptimize(text.data());
   }
@@ -110,14 +117,7 @@ void BM_MonitorCycle10kPodsWatched(benchmark::State& state) {
     std::vector<monitor::PodShm> pods;
     for (const auto& w : store.kept())
       if (auto p = monitor::judged_pod(w, &judge)) pods.push_back(std::move(*p));
-    const auto index = monitor::index_pods(pods);
-    std::vector<monitor::NodeScrape> nodes;
-    for (int n = 0; n < kNodes; ++n) {
-      monitor::apply_summary(pods, index, "node-" + std::to_string(n), monitor::parse_summary(texts[static_cast<std::size_t>(n)]));
-      nodes.push_back({"node-" + std::to_string(n), true, ""});
-    }
-    tracker.update(pods, nodes, now += 30);
-    const std::string text = tracker.exposition(now);
+    const std::string text = join_and_track(pods, texts, tracker, now += 30);
     benchmark::DoNotOptimize(text.data());
   }
   state.counters["pods"] = static_cast<double>(tracker.pods());
