@@ -7,7 +7,10 @@
 #   With --node: also one real node (hack/node/up.sh): containerd, the kubelet, kube-scheduler,
 #   kube-controller-manager, kube-proxy and CoreDNS. The API server reaches webhooks through their
 #   Service's ClusterIP, as in any cluster, and pods run for real.
-# usage: hack/cluster.sh up [--node]|down|env      CLUSTER_DIR (default /tmp/shmguard-cluster)
+#   With --node --operators: also the training operators on that node (hack/node/operators.sh):
+#   Kubeflow Trainer v2.0.0 with JobSet v0.8.2 and Kubeflow training-operator v1.8.1, with their CRDs,
+#   webhooks and Trainer's torch-distributed runtime (built by `hack/testbin.sh operators`).
+# usage: hack/cluster.sh up [--node [--operators]]|down|env      CLUSTER_DIR (default /tmp/shmguard-cluster)
 #   up   starts it and waits for /readyz (and the node Ready); prints `export KUBECONFIG=...` on
 #        stdout, so `eval "$(hack/cluster.sh up --node)"` sets up the shell
 #   env  prints the exports of a running cluster;  down  stops it and removes CLUSTER_DIR
@@ -56,11 +59,13 @@ wait_for() {  # URL SECONDS CURL-ARGS...
 }
 
 print_env() {
-  echo "export KUBECONFIG=$dir/kubeconfig SHMGUARD_TESTBIN=$(cat "$dir/bindir") PATH=$(cat "$dir/bindir"):\$PATH"
+  local ops=""
+  [[ -f "$dir/opsdir" ]] && ops=" SHMGUARD_OPERATORS_BIN=$(cat "$dir/opsdir")"
+  echo "export KUBECONFIG=$dir/kubeconfig SHMGUARD_TESTBIN=$(cat "$dir/bindir")$ops PATH=$(cat "$dir/bindir"):\$PATH"
 }
 
 up() {
-  local with_node=${1:-}
+  local with_node=${1:-} with_ops=${2:-}
   if [[ -f "$dir/apiserver.pid" ]] && kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; then
     if [[ -n "$with_node" && ! -d "$dir/node" ]]; then
       log "a cluster without a node runs in $dir: hack/cluster.sh down first"
@@ -133,6 +138,12 @@ EOF
   if [[ -n "$with_node" ]]; then
     "$root/hack/node/up.sh" "$dir" "$bindir" || { down; return 1; }
   fi
+  if [[ -n "$with_ops" ]]; then
+    local opsdir
+    opsdir=${SHMGUARD_OPERATORS_BIN:-$("$root/hack/testbin.sh" operators)}
+    echo "$opsdir" >"$dir/opsdir"
+    "$root/hack/node/operators.sh" up "$dir" "$bindir" "$opsdir" || { down; return 1; }
+  fi
   print_env
 }
 
@@ -157,11 +168,16 @@ case "${1:-}" in
   up)
     case "${2:-}" in
       "") up ;;
-      --node) up node ;;
-      *) echo "usage: hack/cluster.sh up [--node]|down|env" >&2; exit 2 ;;
+      --node)
+        case "${3:-}" in
+          "") up node ;;
+          --operators) up node operators ;;
+          *) echo "usage: hack/cluster.sh up [--node [--operators]]|down|env" >&2; exit 2 ;;
+        esac ;;
+      *) echo "usage: hack/cluster.sh up [--node [--operators]]|down|env" >&2; exit 2 ;;
     esac ;;
   down) down ;;
   env) print_env ;;
   load) shift; "$root/hack/node/load.sh" "$dir" "$@" ;;
-  *) echo "usage: hack/cluster.sh up [--node]|down|env|load IMAGE..." >&2; exit 2 ;;
+  *) echo "usage: hack/cluster.sh up [--node [--operators]]|down|env|load IMAGE..." >&2; exit 2 ;;
 esac

@@ -5,6 +5,8 @@
 # with the few plugins cluster DNS needs), helm, kustomize and Prometheus's promtool (go install). Everything lands in a cache outside the repository; nothing built
 # here is committed. Prints the directory holding the binaries on stdout, progress on stderr.
 # usage: bindir=$(hack/testbin.sh)      SHMGUARD_TESTBIN_CACHE overrides ~/.cache/shmguard-testbin
+#        opsdir=$(hack/testbin.sh operators)   the training operators (Kubeflow Trainer with JobSet,
+#        training-operator) in a directory of their own, with `sources`: where their manifests are
 set -euo pipefail
 
 # The one place where the versions are pinned.
@@ -16,6 +18,12 @@ KUSTOMIZE_VERSION=v5.5.0  # standalone: kubectl's embedded kustomize has no --en
 COREDNS_VERSION=v1.11.4   # built against client-go v0.31, as the rest
 CRICTL_VERSION=v1.34.0    # the CRI v1 client; the newest served here that containerd 1.6 answers
 PROMETHEUS_VERSION=v0.316.0  # promtool (`test rules`, `check metrics`); added to the same bindir when missing
+# The training operators the node runs with --operators (hack/node/operators.sh), cached apart from the
+# rest: `hack/testbin.sh operators` builds them and prints their own directory.
+TRAINER_VERSION=v2.0.0            # github.com/kubeflow/trainer/v2 (TrainJob, ClusterTrainingRuntime)
+JOBSET_VERSION=v0.8.2             # sigs.k8s.io/jobset, the version Trainer's go.mod names
+TRAINING_OPERATOR_VERSION=v1.8.1  # github.com/kubeflow/training-operator (PyTorchJob)
+OPERATORS_REVISION=1              # bump when build_operators changes
 # ./staging modules the module proxy here does not serve at the release's v0.x (a 403): each is pinned
 # to the newest patch of the same minor that downloads (`go mod download -json k8s.io/NAME@v0.37.N`).
 # At v1.37.2 every one is served.
@@ -25,6 +33,7 @@ KUBE_COMMANDS="kube-apiserver kubectl kubelet kube-scheduler kube-controller-man
 export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 cache=${SHMGUARD_TESTBIN_CACHE:-$HOME/.cache/shmguard-testbin}
 bindir="$cache/r$TESTBIN_REVISION-bin-kube-$KUBE_VERSION-helm-$HELM_VERSION-etcd-$ETCD_VERSION-kustomize-$KUSTOMIZE_VERSION-coredns-$COREDNS_VERSION-crictl-$CRICTL_VERSION"
+opsdir="$cache/r$OPERATORS_REVISION-operators-trainer-$TRAINER_VERSION-jobset-$JOBSET_VERSION-training-operator-$TRAINING_OPERATOR_VERSION"
 mkdir -p "$bindir"
 log() { echo "testbin: $*" >&2; }
 command -v go >/dev/null || { log "go not found (expected at /usr/local/go/bin)"; exit 1; }
@@ -52,6 +61,59 @@ wrapper_main() {
   (cd "$dir" && go mod tidy >&2 && go build -ldflags "-s -w" -o "$bindir/$name.tmp" . &&
     mv "$bindir/$name.tmp" "$bindir/$name")
   log "$name built in $(elapsed "$t0")"
+}
+
+# Kubeflow Trainer and JobSet in ONE wrapper module (Trainer requires JobSet at the version pinned
+# here, so both compile against the same client libraries, once): `go install sigs.k8s.io/jobset@...`
+# does not work here, the proxy answers JobSet's version list with a 403, but a module that requires
+# it at a fixed version downloads it. training-operator v1.8.1 needs older Kubernetes libraries
+# (v0.29) and gets a wrapper module of its own. Each wrapper imports the managers' main packages
+# from a tools.go (as kube_module does) and `go build`s them.
+#   ops_module DIR NAME "MODULE VERSION"... PACKAGE...
+ops_module() {
+  local dir=$1 name=$2 req=$3
+  shift 3
+  mkdir -p "$dir"
+  { printf 'module shmguard.test/%s\n\ngo 1.24.0\n\nrequire (\n' "$name"
+    printf '\t%s\n' "${req//;/$'\n\t'}"
+    printf ')\n'; } >"$dir/go.mod"
+  { printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    local pkg; for pkg in "$@"; do printf '\t_ "%s"\n' "$pkg"; done
+    printf ')\n'; } >"$dir/tools.go"
+  rm -rf "$opsdir/tmp-$name" && mkdir -p "$opsdir/tmp-$name"
+  (cd "$dir" && go mod tidy >&2 && go build -ldflags "-s -w" -o "$opsdir/tmp-$name/" "$@")
+  mv "$opsdir/tmp-$name"/* "$opsdir/" && rmdir "$opsdir/tmp-$name"
+}
+
+build_operators() {
+  local t0
+  mkdir -p "$opsdir"
+  if [[ ! -x "$opsdir/trainer-controller-manager" || ! -x "$opsdir/jobset" ]]; then
+    t0=$(date +%s)
+    log "building Kubeflow Trainer $TRAINER_VERSION and JobSet $JOBSET_VERSION (one wrapper module)"
+    ops_module "$cache/src-trainer-$TRAINER_VERSION-jobset-$JOBSET_VERSION" trainerbin \
+      "github.com/kubeflow/trainer/v2 $TRAINER_VERSION;sigs.k8s.io/jobset $JOBSET_VERSION" \
+      github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager sigs.k8s.io/jobset
+    log "trainer-controller-manager and jobset built in $(elapsed "$t0")"
+  fi
+  if [[ ! -x "$opsdir/training-operator.v1" ]]; then
+    t0=$(date +%s)
+    log "building Kubeflow training-operator $TRAINING_OPERATOR_VERSION (wrapper module)"
+    ops_module "$cache/src-training-operator-$TRAINING_OPERATOR_VERSION" trainingoperatorbin \
+      "github.com/kubeflow/training-operator $TRAINING_OPERATOR_VERSION" \
+      github.com/kubeflow/training-operator/cmd/training-operator.v1
+    log "training-operator.v1 built in $(elapsed "$t0")"
+  fi
+}
+
+# The directories in the module cache that hold each operator's manifests (CRDs, RBAC, webhook
+# configurations, runtimes), one "NAME DIR" a line: hack/node/operators.sh reads them from there.
+operator_sources() {
+  local m
+  for m in "trainer github.com/kubeflow/trainer/v2@$TRAINER_VERSION" "jobset sigs.k8s.io/jobset@$JOBSET_VERSION" \
+    "training-operator github.com/kubeflow/training-operator@$TRAINING_OPERATOR_VERSION"; do
+    printf '%s %s\n' "${m%% *}" "$(go mod download -json "${m#* }" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  done >"$opsdir/sources"
 }
 
 build_helm() {
@@ -188,6 +250,7 @@ case "$what" in
   coredns) build_coredns ;;
   crictl) build_crictl ;;
   promtool) build_promtool ;;
-  *) log "unknown component $what (all|helm|kustomize|kube|etcd|coredns|crictl|promtool)"; exit 2 ;;
+  operators) build_operators; operator_sources; echo "$opsdir"; exit 0 ;;
+  *) log "unknown component $what (all|helm|kustomize|kube|etcd|coredns|crictl|promtool|operators)"; exit 2 ;;
 esac
 echo "$bindir"

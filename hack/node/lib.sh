@@ -131,6 +131,13 @@ drop_kube_chains() {
 # every pod sandbox through the CRI, which runs the CNI DEL (veth, netns, IP) and stops the
 # containers; then the runtime itself and the mounts.
 stop_processes() {
+  # The training operators (hack/node/operators.sh) first: they would recreate what goes below.
+  local op
+  for op in "$NODE"/op-*.pid; do
+    [[ -f "$op" ]] && stop_pid "$(basename "$op" .pid)"
+  done
+  # The cert dir their mount namespaces bound over (made on the host as the mount point).
+  rmdir /tmp/k8s-webhook-server/serving-certs /tmp/k8s-webhook-server 2>/dev/null || true
   stop_pid kubelet
   if [[ -S "$SOCK" ]] && [[ -n "$bindir" && -x "$bindir/crictl" ]]; then
     # -f stops each sandbox first; a sandbox whose shim is gone fails here and is killed below.

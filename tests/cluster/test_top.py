@@ -21,6 +21,7 @@ from conftest import BIN, SRC as BIN_SRC
 LINK, ADDR = "shmguard-fk0", "10.213.9.1"  # the project's own address range (hack/node uses 10.213.0.0/24)
 MiB, GiB = 1 << 20, 1 << 30
 KUBELET_CA = []  # the fake kubelet's CA, once the fleet is up
+MEASURED_AT = "2026-12-07T10:00:00Z"  # when the fake kubelet says it took its volume figures
 
 # Per pod: capacityBytes, availableBytes, usedBytes (a `du`: 0 for PyTorch's unlinked segments).
 VOLUMES = {"full": (2 * GiB, 2 * GiB // 20, 0),         # 95% used
@@ -38,7 +39,7 @@ class FakeKubelet(BaseHTTPRequestHandler):
         body = {"node": {"nodeName": "fake-a"}, "pods": [
             {"podRef": {"namespace": ns, "name": name, "uid": uid},
              "volume": [{"name": "dshm", "capacityBytes": VOLUMES[name][0], "availableBytes": VOLUMES[name][1],
-                         "usedBytes": VOLUMES[name][2]}]} for ns, name, uid in self.pods]}
+                         "usedBytes": VOLUMES[name][2], "time": MEASURED_AT}]} for ns, name, uid in self.pods]}
         data = json.dumps(body).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -115,12 +116,14 @@ def test_top_shows_each_pods_use_from_capacity_minus_available(cluster, fleet):
     by = {i["pod"]: i for i in out["items"]}
     assert set(by) == {"full", "idle", "half", "elsewhere"}
     assert by["half"]["usedBytes"] == 604061696 and by["half"]["kubeletUsedBytes"] == 0
+    assert by["half"]["measuredAt"] == MEASURED_AT  # the kubelet's own time of the figures
     assert by["half"]["mountedBytes"] == 2147483648 and by["half"]["verdict"] == "ok"
     assert by["full"]["verdict"] == "nearly full" and by["full"]["usedBytes"] == 2 * GiB - 2 * GiB // 20
     assert by["full"]["suggestedSize"] == "2919Mi"  # 95% of 2Gi (1945.6Mi) x 1.5, rounded up to a MiB
     assert by["idle"]["verdict"] == "oversized" and by["idle"]["suggestedSize"] == "1Gi"
     assert by["full"]["owner"] == {"kind": "Job", "name": "job-full"}
     assert by["elsewhere"]["usedBytes"] is None and by["elsewhere"]["verdict"] == "no stats yet"
+    assert by["elsewhere"]["measuredAt"] is None
     assert [n["node"] for n in out["failedNodes"]] == ["fake-down"]
     assert "node fake-down:" in r.stderr and "its pods have no figures" in r.stderr
 

@@ -58,7 +58,8 @@ def loader_main(args):
     if ranked:
         dist.barrier()
         dist.destroy_process_group()
-    print(json.dumps({"checksum": checksum}), flush=True)
+    # The rank (torchrun's RANK, 0 without it) says which process of the pod or job finished.
+    print(json.dumps({"rank": int(os.environ.get("RANK", 0)), "checksum": checksum}), flush=True)
 
 
 def idle_main(args):

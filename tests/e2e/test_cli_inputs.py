@@ -126,6 +126,8 @@ def test_exclude_below_another_directory_and_on_files_named_directly(tree):
     absolute = str(tree / "deploy" / "keep.yaml")
     assert checked(tree, absolute, "--exclude", "deploy") == [absolute]  # above an absolute file: not the user's tree
     assert checked(tree, absolute, "top.yaml", "--exclude", str(tree / "deploy") + "/*") == ["top.yaml"]
+    # One pattern per --exclude: the word after it is an input again (pre-commit appends the files).
+    assert checked(tree, "--exclude", "chart", "deploy/keep.yaml", "chart/templates/job.yaml") == ["deploy/keep.yaml"]
     r = run("check", "-f", ".", "--exclude", "*.yaml", cwd=tree)
     assert r.returncode == 2 and "no input files found in ." in r.stderr
 

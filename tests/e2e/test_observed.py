@@ -96,6 +96,9 @@ def test_check_fails_outgrown_and_wasteful_templates_at_their_lines(tree, top_js
             "shmguard.io/size: 5850Mi\n") in out, out
     assert "8 pod templates: 6 would get /dev/shm, 1 too small, 0 stale, 1 warning, 5 outgrown, 1 wasteful; 6 fail (--fail-on outgrown,wasteful)" in out, out
     assert "observed: JobSet team-b/gone (1 pod): no document in the input" in out, out
+    # One FILE per --observed: the manifests may follow it, as a user types them.
+    after = run("check", "--observed", str(top_json), "--fail-on", "outgrown,wasteful", str(tree / "serve"))
+    assert after.returncode == 1 and "serve/vllm.yaml:41: wasteful:" in after.stdout, after.stdout + after.stderr
     # The Job no pod was seen of is judged as ever and not on figures.
     assert f"{tree}/jobs/bert.yaml:9 Job/bert-finetune spec.template -> too small: has 1Gi, needs 2752Mi" in out
     assert "bert.yaml:9: outgrown" not in out and "bert.yaml:9: wasteful" not in out

@@ -95,7 +95,8 @@ void add_check(CLI::App& app, Outcome& out) {
   c->add_option("--observed", a->observed,
       "what the cluster saw: `shmguard top -o json` output or the monitor's /metrics (repeatable); a template whose "
       "owner's pods peaked at >= 90% of its size is `outgrown`, one giving over 8x their peak `wasteful`")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);  // one FILE per --observed: `--observed top.json k8s/` leaves k8s/ an input
   add_input_flags(*c, *a);
   c->callback([a, &out] { out.code = run_check(*a); });
 }

@@ -224,7 +224,8 @@ void add_mutate(CLI::App& app, Outcome& out) {
       "write the sizes the cluster saw instead (`shmguard top -o json` output or the monitor's /metrics, repeatable): "
       "an outgrown or wasteful template's shmguard.io/size, or its own sizeLimit, set to what its owner's peak needs; "
       "nothing else changes")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);  // one FILE per --observed: `--observed top.json k8s/` leaves k8s/ an input
   add_input_flags(*c, *a);
   c->callback([a, &out] { out.code = run_mutate(*a); });
 }

@@ -128,6 +128,9 @@ json to_json(const std::vector<PodShm>& pods, const sizing::Params& params, cons
     j["usedBytes"] = p.used ? json(*p.used) : json(nullptr);
     j["peakBytes"] = p.capacity ? json(p.peak) : json(nullptr);
     j["kubeletUsedBytes"] = p.capacity ? json(p.du_bytes) : json(nullptr);
+    // The kubelet measures volumes once per its volume stats period (1m by default): the figures
+    // are as old as this says, however fresh the request.
+    j["measuredAt"] = p.capacity && !p.stats_time.empty() ? json(p.stats_time) : json(nullptr);
     auto s = monitor::suggestion(p, params);
     j["suggestedSize"] = s ? json(sizing::format_quantity(*s)) : json(nullptr);
     items.push_back(std::move(j));
