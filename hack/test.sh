@@ -8,6 +8,9 @@
 #   image     the image: the Dockerfile's runtime stage around the binary the build stage made and
 #             the tests stage tested (hack/image.sh --prebuilt)
 #   cluster   the real kube-apiserver: webhook by URL, the chart installed, the image as webhook
+#   operators (SHMGUARD_OPERATORS=1 only) waits for the training operators' build (Kubeflow Trainer
+#             with JobSet, training-operator; `hack/testbin.sh operators`, started in the background
+#             after testbin) and passes their bin dir to the node stage (tests/node/test_operators.py)
 #   node      a real node (hack/cluster.sh up --node): the chart, a training Job, a rollout under load
 #   tsan      the offline runner's threads under ThreadSanitizer
 #   asan      the unit/golden/e2e suites again under AddressSanitizer + UBSan (leaks included)
@@ -40,6 +43,13 @@ if command -v go >/dev/null; then
   testbin() { SHMGUARD_TESTBIN=$("$root/hack/testbin.sh"); export SHMGUARD_TESTBIN; }
   stage testbin testbin
   export PATH=$SHMGUARD_TESTBIN:$PATH  # helm, kubectl, kustomize for the e2e and chart suites
+  # Opt-in until tests/node/test_operators.py has passed in CI: the operators build in the
+  # background (nice, one Go build) while the C++ build and the tests run.
+  if [[ "${SHMGUARD_OPERATORS:-0}" == 1 ]]; then
+    ops_log=$(mktemp)
+    (nice "$root/hack/testbin.sh" operators >"$ops_log.out" 2>"$ops_log"; echo $? >"$ops_log.rc") &
+    ops_pid=$!
+  fi
 else
   skip testbin "go not found"
 fi
@@ -73,6 +83,19 @@ if [[ -n "${SHMGUARD_TESTBIN:-}" ]]; then
   stage cluster suite cluster
 else
   skip cluster "no kube-apiserver (needs Go)"
+fi
+
+if [[ -n "${ops_pid:-}" ]]; then
+  operators() {
+    wait "$ops_pid" || true
+    cat "$ops_log" >&2
+    [[ "$(cat "$ops_log.rc")" == 0 ]] || return 1
+    SHMGUARD_OPERATORS_BIN=$(cat "$ops_log.out"); export SHMGUARD_OPERATORS_BIN
+    echo "operators in $SHMGUARD_OPERATORS_BIN"
+  }
+  stage operators operators
+else
+  skip operators "opt-in: SHMGUARD_OPERATORS=1 (tests/node/test_operators.py not yet green in CI)"
 fi
 
 if [[ -n "${SHMGUARD_TESTBIN:-}" ]] && ((docker_ok)) && [[ $(id -u) == 0 ]]; then

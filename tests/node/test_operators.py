@@ -229,7 +229,6 @@ def test_trainjob_opted_out_dies_of_the_bus_error(runs):
     assert "tj-out" not in runs["pending"], f"no bus error seen in the opted-out TrainJob's pods: {dumps(logs)}"
     for name, pod in w.pods.items():
         assert shm_volume(pod) is None, pod["spec"].get("volumes")
-        assert "opted" in pod["metadata"].get("annotations", {}).get("shmguard.io/sizing", "opted") or True
     name = next(p for p in w.pods if BUS_ERROR.search(logs[p]))
     assert shm_bytes(logs[name]) == 64 * MiB, logs[name]  # the runtime's default /dev/shm
 
