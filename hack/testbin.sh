@@ -50,6 +50,14 @@ go_install() {
   log "$name built in $(elapsed "$t0")"
 }
 
+# tools_go PACKAGE... >tools.go: a file importing the main packages a wrapper module builds, so
+# that `go mod tidy` keeps what they need.
+tools_go() {
+  printf '//go:build tools\n\npackage tools\n\nimport (\n'
+  printf '\t_ "%s"\n' "$@"
+  printf ')\n'
+}
+
 # wrapper_main NAME MODULE VERSION <main.go: builds the main read from stdin in a module of its own
 # that requires MODULE at VERSION (for commands whose own main module cannot be installed as is).
 wrapper_main() {
@@ -77,9 +85,7 @@ ops_module() {
   { printf 'module shmguard.test/%s\n\ngo 1.24.0\n\nrequire (\n' "$name"
     printf '\t%s\n' "${req//;/$'\n\t'}"
     printf ')\n'; } >"$dir/go.mod"
-  { printf '//go:build tools\n\npackage tools\n\nimport (\n'
-    local pkg; for pkg in "$@"; do printf '\t_ "%s"\n' "$pkg"; done
-    printf ')\n'; } >"$dir/tools.go"
+  tools_go "$@" >"$dir/tools.go"
   rm -rf "$opsdir/tmp-$name" && mkdir -p "$opsdir/tmp-$name"
   (cd "$dir" && go mod tidy >&2 && go build -ldflags "-s -w" -o "$opsdir/tmp-$name/" "$@")
   mv "$opsdir/tmp-$name"/* "$opsdir/" && rmdir "$opsdir/tmp-$name"
@@ -156,11 +162,9 @@ kube_module() {
     done
     echo ")"
   } >"$dir/go.mod"
-  {
-    printf '//go:build tools\n\npackage tools\n\nimport (\n'
-    for cmd in $KUBE_COMMANDS; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$cmd"; done
-    printf ')\n'
-  } >"$dir/tools.go"
+  local cmd pkgs=()
+  for cmd in $KUBE_COMMANDS; do pkgs+=("k8s.io/kubernetes/cmd/$cmd"); done
+  tools_go "${pkgs[@]}" >"$dir/tools.go"
   (cd "$dir" && go mod tidy >&2)
 }
 

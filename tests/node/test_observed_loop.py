@@ -14,6 +14,7 @@ import yaml
 
 from conftest import BIN, TRAINING_IMAGE, shm_volume
 from test_training_job import BUS_ERROR, MiB, shm_bytes
+from test_observed import git  # tests/e2e, as the next
 from test_pytorch import to_bytes  # tests/e2e, on the path through tests/cluster's conftest
 
 SIZE = 256 * MiB
@@ -48,10 +49,6 @@ spec:
             - -c
             - df -B1 --output=size /dev/shm | tail -n 1 | sed 's/^ */shm-bytes /'; exec python3 /opt/shmguard/dataloader_workload.py {WORKLOAD}
 """
-
-
-def git(tree, *args):
-    return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True, check=True).stdout
 
 
 def shmguard(node, *args, cwd=None):

@@ -25,12 +25,11 @@ import yaml
 
 from conftest import BIN, HACK, TRAINING_IMAGE, dumps, shm_volume
 from test_pytorch import to_bytes  # tests/e2e
+from test_training_job import BUS_ERROR, MiB, shm_bytes
 
 OPS_BIN = os.environ.get("SHMGUARD_OPERATORS_BIN")
 pytestmark = pytest.mark.skipif(not OPS_BIN, reason="SHMGUARD_OPERATORS_BIN not set (hack/testbin.sh operators)")
 
-MiB = 1 << 20
-BUS_ERROR = re.compile(r"DataLoader worker \(pid \d+\) is killed by signal: Bus error")
 # Hints per job, and the workload that matches them. Each is well above 1Gi (the minimum) for 2
 # processes, and below it for 1, so the size says how many processes it counted.
 TRAINJOB_HINTS = {"batch": 32, "workers": 4, "sample": "1Mi"}
@@ -121,12 +120,6 @@ class Watch:
             if s["name"] == self.container and st:
                 return st
         return None
-
-
-def shm_bytes(log):
-    m = re.search(r"^shm-bytes (\d+)$", log, re.M)
-    assert m, f"no df line in the pod's log:\n{log}"
-    return int(m.group(1))
 
 
 def ranks_finished(log):

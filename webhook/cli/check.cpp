@@ -92,12 +92,9 @@ void add_check(CLI::App& app, Outcome& out) {
       ->capture_default_str();
   c->add_flag("--skip-invalid", a->skip_invalid, "report and skip files that are not Kubernetes manifests (invalid YAML, a values file, a list, unreadable); "
       "a merge-conflict marker still stops the check");
-  c->add_option("--observed", a->observed,
+  add_input_flags(*c, *a,
       "what the cluster saw: `shmguard top -o json` output or the monitor's /metrics (repeatable); a template whose "
-      "owner's pods peaked at >= 90% of its size is `outgrown`, one giving over 8x their peak `wasteful`")
-      ->check(CLI::ExistingFile)
-      ->allow_extra_args(false);  // one FILE per --observed: `--observed top.json k8s/` leaves k8s/ an input
-  add_input_flags(*c, *a);
+      "owner's pods peaked at >= 90% of its size is `outgrown`, one giving over 8x their peak `wasteful`");
   c->callback([a, &out] { out.code = run_check(*a); });
 }
 

@@ -123,11 +123,12 @@ Result<std::vector<std::string>> input_files(const ManifestArgs& a) {
   return files;
 }
 
-void add_input_flags(CLI::App& c, ManifestArgs& a) {
+void add_input_flags(CLI::App& c, ManifestArgs& a, const std::string& observed_help) {
+  c.add_option("--observed", a.observed, observed_help)->check(CLI::ExistingFile)->allow_extra_args(false);
   c.add_option("--exclude", a.excludes,
       "skip what matches this glob, as .gitignore does (repeatable): a NAME is a file or directory at any depth; "
       "a glob with a '/' is a path below the -f directory; '*' stays within a name, '**' does not; './' never matters")
-      ->allow_extra_args(false);  // one GLOB per --exclude: the next word is an input again
+      ->allow_extra_args(false);
   c.add_option("--config", a.config_file, "YAML config file");
   c.add_option("-j,--jobs", a.jobs, "threads working on documents (0: one per core); output is the same for any")
       ->capture_default_str();

@@ -26,8 +26,9 @@ struct ManifestArgs {
   unsigned jobs = 0;  // threads working on documents; 0: one per core
 };
 
-// The flags mutate and check share: --exclude, --config, -j.
-void add_input_flags(CLI::App& command, ManifestArgs& a);
+// The flags mutate and check share: --observed (with the command's own help), --exclude, --config,
+// -j. A repeatable flag takes one value each time it is given, so the inputs may follow it.
+void add_input_flags(CLI::App& command, ManifestArgs& a, const std::string& observed_help);
 
 // The runner's threads from --jobs (0: one per core).
 unsigned runner_threads(const ManifestArgs& a);

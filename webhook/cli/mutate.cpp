@@ -220,13 +220,10 @@ void add_mutate(CLI::App& app, Outcome& out) {
       "rewrite the files that change (through symlinks, keeping owner, mode and hard links); leave the rest untouched");
   c->add_flag("--allow-reformat", a->allow_reformat,
       "when a document cannot be edited in place (templates sharing a YAML anchor need different edits, a stale value carries an anchor), re-emit it (comments lost, anchor expanded) instead of failing");
-  c->add_option("--observed", a->observed,
+  add_input_flags(*c, *a,
       "write the sizes the cluster saw instead (`shmguard top -o json` output or the monitor's /metrics, repeatable): "
       "an outgrown or wasteful template's shmguard.io/size, or its own sizeLimit, set to what its owner's peak needs; "
-      "nothing else changes")
-      ->check(CLI::ExistingFile)
-      ->allow_extra_args(false);  // one FILE per --observed: `--observed top.json k8s/` leaves k8s/ an input
-  add_input_flags(*c, *a);
+      "nothing else changes");
   c->callback([a, &out] { out.code = run_mutate(*a); });
 }
 
