@@ -23,7 +23,15 @@ SIZE = 256 * MiB
 # pod's volume first up to two of its volume stats periods (1m) after the pod starts (122 s seen
 # in test_shm_usage), and a 90 s plateau was over before it did.
 WORKLOAD = "--batch-size 16 --num-workers 2 --sample-size 3145728 --steps 6 --step-seconds 40"
-PEAK = 5 * 16 * 3 * MiB
+BATCH = 16 * 3 * MiB
+PEAK = 5 * BATCH
+# What the pod's /dev/shm holds at the plateau: the 5 batches, and at times a part of a sixth: a
+# worker starts its next batch as soon as the loop takes one, while the loop still holds it
+# (a run in 1Gi peaked 5.07 MiB over the 5).
+
+
+def near_peak(used):
+    return 0.98 * PEAK <= used < PEAK + BATCH
 FAIL_ON = ["--fail-on", "too-small,stale,rejected,outgrown,wasteful"]
 MANIFEST = f"""\
 # The team's training job, as kept in git.
@@ -90,7 +98,7 @@ def test_an_outgrown_job_is_caught_by_check_rewritten_by_mutate_and_then_runs(re
     sys.stderr.write(f"observed loop: top read {item['usedBytes']} of {item['mountedBytes']} bytes "
                      f"(measured at {item['measuredAt']}) {waited:.0f}s after the pod was seen; expected {PEAK}; "
                      f"suggested {item['suggestedSize']}\n")
-    assert item["mountedBytes"] == SIZE and abs(item["usedBytes"] - PEAK) <= 0.02 * PEAK, item
+    assert item["mountedBytes"] == SIZE and near_peak(item["usedBytes"]), item
     assert item["verdict"] == "nearly full" and item["suggestedSize"], item
     node.kubectl("delete", "job", "dl-loop", "-n", ns, "--cascade=foreground", "--wait=true", timeout=120)
 
@@ -123,7 +131,7 @@ def test_an_outgrown_job_is_caught_by_check_rewritten_by_mutate_and_then_runs(re
     assert shm_bytes(log) == new_size, log
     assert outcome == "Complete" and not BUS_ERROR.search(log), log
     peak = json.loads(log.strip().splitlines()[-1])["peak_shm_bytes"]
-    assert abs(peak - PEAK) <= 0.02 * PEAK and peak < 0.9 * new_size, (peak, new_size)
+    assert near_peak(peak) and peak < 0.9 * new_size, (peak, new_size)
     sys.stderr.write(f"observed loop: rerun with {item['suggestedSize']}: peak {peak} bytes, {outcome}\n")
     assert yaml.safe_load(job_file.read_text())["spec"]["template"]["metadata"]["annotations"]["shmguard.io/size"] \
         == item["suggestedSize"]
