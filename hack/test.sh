@@ -8,9 +8,10 @@
 #   image     the image: the Dockerfile's runtime stage around the binary the build stage made and
 #             the tests stage tested (hack/image.sh --prebuilt)
 #   cluster   the real kube-apiserver: webhook by URL, the chart installed, the image as webhook
-#   operators (SHMGUARD_OPERATORS=1 only) waits for the training operators' build (Kubeflow Trainer
-#             with JobSet, training-operator; `hack/testbin.sh operators`, started in the background
-#             after testbin) and passes their bin dir to the node stage (tests/node/test_operators.py)
+#   operators waits for the training operators' build (Kubeflow Trainer with JobSet,
+#             training-operator; `hack/testbin.sh operators`, started in the background beside
+#             testbin) and passes their bin dir to the node stage (tests/node/test_operators.py);
+#             SHMGUARD_OPERATORS=0 skips it (and test_operators.py)
 #   node      a real node (hack/cluster.sh up --node): the chart, a training Job, a rollout under load
 #   tsan      the offline runner's threads under ThreadSanitizer
 #   asan      the unit/golden/e2e suites again under AddressSanitizer + UBSan (leaks included)
@@ -40,16 +41,16 @@ skip() { summary+=("$(printf '%-8s     -   skipped: %s' "$1" "$2")"); echo "== s
 stage deps "$root/hack/deps.sh" test chart node
 
 if command -v go >/dev/null; then
-  testbin() { SHMGUARD_TESTBIN=$("$root/hack/testbin.sh"); export SHMGUARD_TESTBIN; }
-  stage testbin testbin
-  export PATH=$SHMGUARD_TESTBIN:$PATH  # helm, kubectl, kustomize for the e2e and chart suites
-  # Opt-in until tests/node/test_operators.py has passed in CI: the operators build in the
-  # background (nice, one Go build) while the C++ build and the tests run.
-  if [[ "${SHMGUARD_OPERATORS:-0}" == 1 ]]; then
+  # The training operators build in the background (nice, their own wrapper modules) beside the
+  # kube binaries and the C++ build; the operators stage waits for them. SHMGUARD_OPERATORS=0 skips.
+  if [[ "${SHMGUARD_OPERATORS:-1}" != 0 ]]; then
     ops_log=$(mktemp)
     (nice "$root/hack/testbin.sh" operators >"$ops_log.out" 2>"$ops_log"; echo $? >"$ops_log.rc") &
     ops_pid=$!
   fi
+  testbin() { SHMGUARD_TESTBIN=$("$root/hack/testbin.sh"); export SHMGUARD_TESTBIN; }
+  stage testbin testbin
+  export PATH=$SHMGUARD_TESTBIN:$PATH  # helm, kubectl, kustomize for the e2e and chart suites
 else
   skip testbin "go not found"
 fi
@@ -77,7 +78,7 @@ else
 fi
 
 # A pytest suite under tests/ against the build stage's binary.
-suite() { SHMGUARD_BIN="$root/build/shmguard" SHMGUARD_SRC="$root" /usr/bin/python3 -m pytest -q -p no:cacheprovider -s "$root/tests/$1"; }
+suite() { SHMGUARD_BIN="$root/build/shmguard" SHMGUARD_SRC="$root" /usr/bin/python3 -m pytest -q -p no:cacheprovider -s --durations 8 "$root/tests/$1"; }
 
 if [[ -n "${SHMGUARD_TESTBIN:-}" ]]; then
   stage cluster suite cluster
@@ -95,7 +96,7 @@ if [[ -n "${ops_pid:-}" ]]; then
   }
   stage operators operators
 else
-  skip operators "opt-in: SHMGUARD_OPERATORS=1 (tests/node/test_operators.py not yet green in CI)"
+  skip operators "$( ((${SHMGUARD_OPERATORS:-1} == 0)) && echo "SHMGUARD_OPERATORS=0" || echo "go not found")"
 fi
 
 if [[ -n "${SHMGUARD_TESTBIN:-}" ]] && ((docker_ok)) && [[ $(id -u) == 0 ]]; then

@@ -50,10 +50,11 @@ def size_cli(h, procs):
 
 def script(h):
     """The container's command: the size of its /dev/shm, then torchrun (its PET_* environment from
-    the operator: nodes, processes per node, node rank, master) over the DataLoader workload. The
-    per-rank --redirects/--tee mapping: Debian's torch 1.13 cannot parse the default "0"."""
+    the operator: nodes, processes per node, node rank, master) over the DataLoader workload. Each
+    rank's stdout teed into the container's log, as a per-rank mapping: Debian's torch 1.13 parses
+    neither the default "0" nor a rank mapped to 0 (both give None, and the agent dies)."""
     return ("df -B1 --output=size /dev/shm | tail -n 1 | sed 's/^ */shm-bytes /'; "
-            "exec python3 -m torch.distributed.run --redirects 0:0,1:0 --tee 0:0,1:0 "
+            "exec python3 -m torch.distributed.run --redirects 0:1,1:1 --tee 0:1,1:1 "
             "/opt/shmguard/dataloader_workload.py --child "
             f"--batch-size {h['batch']} --num-workers {h['workers']} --sample-size {to_bytes(h['sample'])} "
             "--steps 6 --step-seconds 0.3")
@@ -269,10 +270,11 @@ def test_pytorchjob_opted_out_dies_of_the_bus_error(runs):
         assert shm_volume(pod) is None, pod["spec"].get("volumes")
     name = next(p for p in w.pods if BUS_ERROR.search(logs[p]))
     assert shm_bytes(logs[name]) == 64 * MiB, logs[name]
-    # Kept by the operator (cleanPodPolicy None): the pod ends failed.
-    runs["watches"]["pj-out"].node.wait(
-        f"pod {name} failed", lambda: w.node.get("pod", name, "-n", runs["ns"])["status"].get("phase") == "Failed",
-        timeout=120)
+    # The operator marks the job failed (backoffLimit 0) and then deletes its pods (seen on v1.8.1).
+    def failed():
+        st = w.node.get("pytorchjob", "pj-opted-out", "-n", runs["ns"]).get("status", {})
+        return any(c["type"] == "Failed" and c["status"] == "True" for c in st.get("conditions", []))
+    w.node.wait("PyTorchJob pj-opted-out Failed", failed, timeout=120)
 
 
 def test_check_on_the_pytorchjob_predicts_what_its_pods_got(runs):
