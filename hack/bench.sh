@@ -49,7 +49,7 @@ server)
   "$root/hack/gen-certs.sh" "$work/certs" >/dev/null
   export SHMGUARD_REVIEW="$root/hack/bench/review.json"
   # Latency percentiles come from the closed-loop probe (hack/bench/latprobe): wrk's own percentiles
-  # break Little's law against shmguard (README "Performance"); wrk gives requests/s.
+  # break Little's law against shmguard (docs/performance.md); wrk gives requests/s.
   have_go=; { command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]]; } && have_go=1
   if [[ -n $have_go ]]; then
     (cd "$root/hack/bench/latprobe" && PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local go build -o "$work/latprobe" .)
@@ -150,7 +150,7 @@ yaml.dump_all(docs, open("/dev/null", "w"), Dumper=yaml.CSafeDumper)
       python3 -c "print(f'shmguard mutate -j 1 is {$ratio}x PyYAML load+dump ({$cpu_ratio}x in CPU time); libyaml alone is {$floor / $one * 100:.0f}% of its time (at most {$theirs / $floor:.1f}x PyYAML)')"
     fi
   done
-  # The ratio README quotes (goal in issue #21: 12x), from the file run (all cores) and PyYAML's last.
+  # The ratio docs/performance.md quotes (goal in issue #21: 12x), from the file run (all cores) and PyYAML's last.
   mine=$(seconds "shmguard mutate" "$work/report.txt")
   if [[ -n "$mine" && -n "${theirs:-}" ]]; then
     python3 -c "print(f'shmguard mutate is {$theirs / $mine:.1f}x PyYAML load+dump ($(nproc) cores)')"

@@ -73,7 +73,7 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
     any_mutated = any_mutated || r.result.mutated();
     bool kubeflow_job = r.ref.kind == "PyTorchJob" || r.ref.kind == "TFJob" || r.ref.kind == "MPIJob";
     if (kubeflow_job) {
-      // An MPI launcher that only runs mpirun loads no data (README "What shmguard does to a pod").
+      // An MPI launcher that only runs mpirun loads no data (docs/sizing.md "What shmguard does to a pod").
       const bool mpi_launcher = r.result.because.starts_with("MPI launcher: runs only mpirun");
       EXPECT_EQ(mpi_launcher, r.ref.path.find("mpiReplicaSpecs.Launcher.") != std::string::npos && !r.result.mutated())
           << r.file << " " << r.ref.path << ": " << r.result.because;

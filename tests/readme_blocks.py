@@ -1,14 +1,16 @@
-"""README.md's sections and shell blocks, for the tests that run README's commands as written
-(tests/cluster/test_readme.py, tests/node/test_readme.py)."""
+"""The sections and shell blocks of README.md and docs/*.md, for the tests that run the documented
+commands as written (tests/cluster/test_readme.py, tests/node/test_readme.py, ...)."""
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 
 
-def section(title):
-    """The text of README's `## title` section, up to the next `## ` heading."""
-    text = README.read_text()
+def section(title, doc="README.md"):
+    """The text of `doc`'s `## title` section (doc: a path from the repository's top, README.md
+    by default, e.g. "docs/install.md"), up to the next `## ` heading."""
+    text = (ROOT / doc).read_text()
     start = text.index(f"## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start:end if end > 0 else len(text)]

@@ -118,6 +118,8 @@ def test_existing_secret_recipe_runs_in_order(cluster, tmp_path):
 
 @pytest.mark.skipif(not IMAGE or not shutil.which("docker"), reason="no image (hack/test.sh builds it into SHMGUARD_IMAGE)")
 def test_the_image_is_the_cli_as_the_readme_says(tmp_path):
+    """README's `docker run` lines name the image hack/test.sh builds with hack/image.sh (no registry
+    publishes one), and run as written with it."""
     block = section("Install the CLI")
     run_check = next(c for c in commands(block) if c.startswith("docker run") and " check " in c)
     run_mutate = next(c for c in commands(block) if c.startswith("docker run") and " mutate" in c)
@@ -126,7 +128,8 @@ def test_the_image_is_the_cli_as_the_readme_says(tmp_path):
     shutil.copy(SRC / "examples" / "pytorchjob-resnet.yaml", repo / "job.yaml")
     for p in [tmp_path, *repo.rglob("*"), repo]:
         p.chmod(0o755 if p.is_dir() else 0o644)  # readable by the image's uid 65532, as the README says
-    image_ref = re.search(r"(ghcr\.io/\S+)", run_check).group(1)
+    image_ref = re.search(r"\s(shmguard:\S+)", run_check).group(1)
+    assert image_ref == "shmguard:test" and f"hack/image.sh {image_ref}" in block, block
     r = subprocess.run(["bash", "-c", run_check.replace(image_ref, IMAGE)], cwd=repo, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 1, r.stderr  # the examples hold training pods without /dev/shm: findings

@@ -194,9 +194,9 @@ def test_watch_keeps_the_peak(cluster, fleet):
     assert r.stdout.splitlines()[0].split()[-2:] == ["PEAK", "VERDICT"]
 
 
-def test_readmes_top_example_is_what_top_prints(cluster, fleet):
-    readme = (BIN_SRC / "README.md").read_text()
-    block = readme.split("$ kubectl shmguard top -n ml --watch 5m\n", 1)[1].split("   ```", 1)[0]
+def test_the_docs_top_example_is_what_top_prints(cluster, fleet):
+    doc = (BIN_SRC / "docs" / "monitoring.md").read_text()
+    block = doc.split("$ kubectl shmguard top -n ml --watch 5m\n", 1)[1].split("```", 1)[0]
     want = [" ".join(line.replace("ml/", f"{fleet}/").replace("namespace ml)", f"namespace {fleet})").split())
             for line in block.strip().splitlines()]
     r = top(cluster, "-n", fleet, "--watch", "2s", "--interval", "1", "-l", "app=top")

@@ -3,6 +3,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -200,7 +201,9 @@ def test_cmake_install_puts_both_names_on_path(tmp_path):
 
 def test_annotation_table_readme_and_help_agree():
     """One table of annotations (webhook/inject/annotations.cpp): `shmguard --help` prints it, and
-    README's "Annotations" table must say the same, row for row."""
+    the "Annotations" table of docs/sizing.md must say the same, row for row."""
+    sys.path.insert(0, str(SRC / "tests"))
+    from readme_blocks import section
     r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
     lines = r.stdout.split("Pod annotations (on a workload's pod template):\n", 1)[1].splitlines()
     from_help = {}
@@ -208,10 +211,8 @@ def test_annotation_table_readme_and_help_agree():
         key, _, help_text = line.strip().partition(" ")
         if key.startswith("shmguard.io/"):
             from_help[key] = help_text.strip()
-    readme = (SRC / "README.md").read_text()
-    section = readme[readme.index("## Annotations"):readme.index("## How the size is computed")]
     from_readme = {}
-    for row in section.splitlines():
+    for row in section("Annotations", doc="docs/sizing.md").splitlines():
         cells = [c.strip() for c in row.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0].startswith("`shmguard.io/"):
             from_readme[cells[0].strip("`")] = cells[1]
@@ -236,10 +237,11 @@ def test_review_names_the_missing_endpoints_when_nothing_answers(tmp_path):
     assert r.returncode == 2 and "`kubectl -n team-a get endpoints shmguard`" in r.stderr, r.stderr
 
 
-def test_readme_sizing_figures_are_what_shmguard_writes():
-    """README's worked sizing figures, run: the Troubleshooting line is the sizing text shmguard
-    writes for README's PyTorchJob, and the `shmguard size` command README shows prints the size
-    README gives for it (a once-wrong line said 2717Mi for 8 workers; shmguard says 4481Mi)."""
+def test_readme_sizing_figures_are_what_shmguard_writes(tmp_path):
+    """The docs' worked sizing figures, run: the line docs/troubleshooting.md reads is the sizing text
+    shmguard writes for README's first job, README's `check` output for it is what check prints, and
+    every `shmguard size` command of README.md and docs/*.md prints the size shown with it (a
+    once-wrong line said 2717Mi for 8 workers; shmguard says 4481Mi)."""
     import re
     readme = (SRC / "README.md").read_text()
     i = readme.index("Annotate a PyTorchJob")
@@ -247,11 +249,17 @@ def test_readme_sizing_figures_are_what_shmguard_writes():
     out = json.loads(subprocess.run([BIN, "mutate", "-f", "-", "-o", "json"], input=job, capture_output=True,
                                     text=True, check=True).stdout)
     sizing = out["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["annotations"]["shmguard.io/sizing"]
-    trouble = readme[readme.index("- **How to read `shmguard.io/sizing`**"):]
+    trouble = (SRC / "docs" / "troubleshooting.md").read_text()
+    trouble = trouble[trouble.index("- **How to read `shmguard.io/sizing`**"):]
     assert re.search(r"`(batch [^`]*)`", trouble).group(1) == sizing
-    # Every `shmguard size ...` command README shows, with the size README says it prints.
-    sizes = re.findall(r"shmguard size ((?:--[a-z-]+ [^\s`]+ ?)+)[^\n]*\n(?:[^\n]*?)(\d+(?:Mi|Gi))", readme)
-    assert sizes, "README shows no shmguard size command"
+    (tmp_path / "job.yaml").write_text(job)
+    shown = re.search(r"\$ shmguard check -f job\.yaml\n(.*?)```", readme, re.S).group(1)
+    r = subprocess.run([BIN, "check", "-f", "job.yaml"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 1 and r.stdout == shown, r.stdout
+    # Every `shmguard size ...` command the docs show, with the size they say it prints.
+    docs = "\n".join(p.read_text() for p in [SRC / "README.md", *sorted((SRC / "docs").glob("*.md"))])
+    sizes = re.findall(r"shmguard size ((?:--[a-z-]+ [^\s`]+ ?)+)[^\n]*\n(?:[^\n]*?)(\d+(?:Mi|Gi))", docs)
+    assert sizes, "the docs show no shmguard size command"
     for args, size in sizes:
         r = subprocess.run([BIN, "size", *args.split()], capture_output=True, text=True)
         assert r.returncode == 0 and r.stdout.splitlines()[0] == size, (args, size, r.stdout, r.stderr)

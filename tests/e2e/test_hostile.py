@@ -215,7 +215,7 @@ def test_huge_document_is_bounded():
 
 
 def test_600_slow_header_clients_do_not_starve_live_requests(server):
-    """What starves a thread-per-connection server (README "Libraries"): 600 TLS clients that
+    """What starves a thread-per-connection server (docs/development.md "Libraries"): 600 TLS clients that
     send one header line a second and never finish. Live admissions must stay under 1 s."""
     slow = slow_header_clients(server, 600)
     worst = worst_live_admission(server, slow, rounds=25, pause=0.2)

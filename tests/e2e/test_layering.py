@@ -1,4 +1,4 @@
-"""The layering of webhook/ (README "Repository layout"), enforced: each module includes only
+"""The layering of webhook/ (docs/development.md "Repository layout"), enforced: each module includes only
 itself and the modules below it. CMake gives every module `webhook/` as its include root, so an
 upward include of a header-only file would still build; this test is what refuses it."""
 import re
@@ -119,7 +119,7 @@ def test_the_error_style_check_sees_one(tmp_path):
     assert bool_plus_string_functions(tmp_path) == ["a.cpp:2"]
 
 
-# Closed sets kept as tables (README "Where a change goes"): the enum -> the one file that holds its
+# Closed sets kept as tables (docs/development.md "Where a change goes"): the enum -> the one file that holds its
 # table and may switch over it. Anywhere else, code reads the table.
 TABLE_ENUMS = {"Rule": "cli/report.cpp", "Format": "cli/report.cpp", "AnnotationKind": "inject/annotations.cpp"}
 CASE = re.compile(r"\bcase\s+(\w+)::k\w+\s*:")

@@ -1,4 +1,4 @@
-"""`shmguard monitor` keeps its pods from a watch (README "Performance"): against the fake fleet
+"""`shmguard monitor` keeps its pods from a watch (docs/performance.md): against the fake fleet
 (hack/bench/fake_fleet.py: an API server that lists, watches with bookmarks, and answers a too-old
 resourceVersion with 410, and kubelets), a pod added or deleted is seen without a new list, a 410
 (an ERROR event on the open watch, or HTTP 410 to a new one) makes it list again, and a DaemonSet

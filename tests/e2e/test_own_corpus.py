@@ -56,7 +56,7 @@ def template_answer(item):
 
 def only_insertions(before, after):
     """True when `after` is `before` with text inserted; a block scalar header's added strip
-    indicator ("|" -> "|-", README "mutate") counts as an insertion too."""
+    indicator ("|" -> "|-", docs/cli.md "mutate") counts as an insertion too."""
     ops = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
     return all(op in ("equal", "insert") for op, *_ in ops)
 

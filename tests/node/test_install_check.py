@@ -31,9 +31,10 @@ def ns(release):
 
 
 def readme_wait_command():
-    """README's command for installs without the check (--no-hooks, kubectl apply -k deploy/)."""
+    """The documented command for installs without the check (--no-hooks, kubectl apply -k deploy/):
+    docs/install.md, "The install check"."""
     from readme_blocks import commands, section
-    cmds = [c for c in commands(section("Install with Helm")) if "shmguard-probe" in c]
+    cmds = [c for c in commands(section("The install check", doc="docs/install.md")) if "shmguard-probe" in c]
     assert len(cmds) == 1, cmds
     return cmds[0]
 
@@ -76,7 +77,7 @@ def test_a_job_created_as_helm_install_returns_is_injected_20_of_20(release, ns)
         seconds, pod = install_then_job(node, ns, f"before-{i}", "--no-hooks")
         before.append((seconds, shm_volume(pod) is not None))
         node.kubectl("delete", "job", f"before-{i}", "-n", ns, "--wait=false")
-        # README's wait for such installs: once it returns, the next pod is injected.
+        # The documented wait for such installs (docs/install.md): once it returns, the next pod is injected.
         r = subprocess.run(["timeout", "120", "bash", "-c", readme_wait_command()], env=node.env,
                            capture_output=True, text=True, timeout=130)
         assert r.returncode == 0, r.stderr

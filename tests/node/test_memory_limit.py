@@ -1,7 +1,7 @@
 """A need above the pod's memory limit, on the real node. shmguard injects what the annotations need
 and warns (kubectl prints the warning); the kubelet then mounts /dev/shm at the memory limit, not at
 the sizeLimit (it caps a Memory emptyDir there); and the workload's pages in /dev/shm count against
-the same limit as its processes. What happens to the workload is measured here, and README and the
+the same limit as its processes. What happens to the workload is measured here, and docs/sizing.md and the
 warning say it."""
 import json
 import re
@@ -53,7 +53,7 @@ def test_need_above_the_memory_limit(release):
                      f"log tail: {log.strip().splitlines()[-1:]}\n")
     # The kubelet capped the tmpfs at the memory limit, not at the sizeLimit.
     assert shm_bytes(log) == 512 * MiB, log
-    # What the warning and README say: the pod is OOM-killed, with /dev/shm not full; no bus error.
+    # What the warning and docs/sizing.md say: the pod is OOM-killed, with /dev/shm not full; no bus error.
     assert st["status"]["phase"] == "Failed" and term.get("reason") == "OOMKilled", st["status"]
     peak = json.loads(log.strip().splitlines()[-1])["peak_shm_bytes"]
     assert peak < 512 * MiB and not BUS_ERROR.search(log), log

@@ -102,7 +102,7 @@ def test_an_outgrown_job_is_caught_by_check_rewritten_by_mutate_and_then_runs(re
     assert item["verdict"] == "nearly full" and item["suggestedSize"], item
     node.kubectl("delete", "job", "dl-loop", "-n", ns, "--cascade=foreground", "--wait=true", timeout=120)
 
-    # CI's check on the observed figures, as a cluster that runs the webhook has it (README): the
+    # CI's check on the observed figures, as a cluster that runs the webhook has it (docs/ci.md): the
     # manifest fails at its template's line.
     r = shmguard(node, "check", *FAIL_ON, "--observed", str(observed), "jobs/dl.yaml", cwd=repo)
     assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)

@@ -11,7 +11,7 @@ runs the DataLoader workload under torch's own torchrun, 2 processes per pod, on
     gave the pods.
 The four jobs run at once. The operators' binaries: SHMGUARD_OPERATORS_BIN (`hack/testbin.sh
 operators`, which hack/test.sh's operators stage builds); without it the module is skipped.
-KubeRay is not here: no image on this machine has Ray (README, KubeRay)."""
+KubeRay is not here: no image on this machine has Ray (docs/operators.md, KubeRay)."""
 import json
 import os
 import re

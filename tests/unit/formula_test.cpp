@@ -1,4 +1,4 @@
-// The sizing formula: README's arithmetic, clamps, defaults and warnings.
+// The sizing formula: the arithmetic of docs/sizing.md, clamps, defaults and warnings.
 #include "sizing/formula.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Recognition rules in README's order, image parsing and globbing.
+// Recognition rules in the order of docs/sizing.md, image parsing and globbing.
 #include "inject/recognize.h"
 #include "base/text.h"
 

@@ -84,6 +84,15 @@ void add_check(CLI::App& app, Outcome& out) {
   auto a = std::make_shared<ManifestArgs>();
   a->output = "text";
   auto* c = app.add_subcommand("check", "Exit 1 if a training pod template lacks the /dev/shm it needs");
+  set_usage(*c, {.input = "Kubernetes manifests: files, directories (recursively, .yaml/.yml/.json) or - for stdin; "
+                         "multi-document YAML or JSON, every kind with a pod template; with --observed, "
+                         "`shmguard top -o json` output or the monitor's /metrics text",
+                .output = "-o " + format_help() + " on stdout: one finding per pod template, each warning at the "
+                          "line of the annotation it is about, a summary",
+                .exits = {{kExitOk, "no finding that --fail-on names"},
+                          {kExitFindings, "a finding that --fail-on names"},
+                          {kExitBadInput, "unreadable or invalid input, or bad flags: the file and line on stderr, "
+                                          "nothing on stdout"}}});
   // Needed once, either way: CLI11 would mark both spellings REQUIRED, as if both were.
   c->add_option("-f,--filename,files", a->files,
       "file, directory or - for stdin (repeatable; -f FILE or FILE, at least one is needed)");

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "cli/exit_codes.h"
@@ -23,6 +25,20 @@ int fail(const char* command, const std::string& msg, int code = kExitBadInput);
 
 // The config file, or the defaults when none is given.
 Result<config::Config> load_config(const std::string& path);
+
+// What a subcommand needs and gives, for the end of `shmguard COMMAND --help`: its input formats,
+// its output formats, and each exit status (from exit_codes.h) with when it happens. The
+// annotations are not repeated there: the help points at `shmguard --help` and docs/sizing.md.
+struct Usage {
+  std::string input;
+  std::string output;
+  std::vector<std::pair<int, std::string>> exits;  // {code, when}
+};
+void set_usage(CLI::App& command, const Usage& usage);
+
+// The footer of `shmguard --help`: the annotations table, the recognition rules' defaults, the
+// exit statuses every command shares and where each command is described.
+std::string main_footer();
 
 void add_serve(CLI::App& app, Outcome& out);    // serve_command.cpp
 void add_mutate(CLI::App& app, Outcome& out);   // mutate.cpp

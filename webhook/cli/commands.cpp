@@ -7,9 +7,6 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "config/config.h"
-#include "inject/annotations.h"
-#include "inject/recognize.h"
 #include "version.h"
 
 namespace shmguard::cli {
@@ -21,11 +18,13 @@ int run(int argc, char** argv) {
                self == "kubectl-shmguard" ? "kubectl shmguard" : "shmguard"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SHMGUARD_VERSION);
-  app.footer(inject::annotation_help() + "\n" + inject::recognition_help(config::SelectionConfig{}));
   Outcome out;
   for (auto add : {add_serve, add_mutate, add_check, add_size, add_review, add_observe, add_top, add_monitor, add_fn})
     add(app, out);
   app.add_subcommand("version", "Print the version")->callback([] { std::cout << "shmguard " << SHMGUARD_VERSION << "\n"; });
+  // After the subcommands: CLI11 copies a footer into each subcommand made after it is set, and each
+  // has its own (set_usage), which points here for the annotations instead of repeating them.
+  app.footer(main_footer());
   try {
     app.parse(argc, argv);  // the chosen subcommand runs here, from its callback
   } catch (const CLI::ParseError& e) {

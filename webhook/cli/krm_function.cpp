@@ -165,6 +165,13 @@ int run_krm_function(std::istream& in, std::ostream& out, std::ostream& err, con
 void add_fn(CLI::App& app, Outcome& out) {
   auto config = std::make_shared<std::string>();
   auto* c = app.add_subcommand("fn", "KRM function: a ResourceList on stdin, injected items and results on stdout");
+  set_usage(*c, {.input = "a config.kubernetes.io/v1 ResourceList on stdin (a kustomize or kpt exec function); "
+                         "--config for the webhook's config",
+                .output = "the same ResourceList on stdout, its items' pod templates injected, and a results entry "
+                          "per injection (info), too-small volume and warning (warning), with resourceRef, field.path "
+                          "and file",
+                .exits = {{kExitOk, "the list was processed"},
+                          {kExitFunctionError, "any failure, the reason on stderr (kpt's function convention)"}}});
   c->add_option("--config", *config, "YAML config file");
   c->callback([config, &out] {
     auto cfg = load_config(*config);

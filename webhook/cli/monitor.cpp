@@ -382,6 +382,16 @@ void add_monitor(CLI::App& app, Outcome& out) {
   auto check_args = std::make_shared<MonitorCheckArgs>();
   auto config = std::make_shared<std::string>();
   auto* c = app.add_subcommand("monitor", "Scrape every kubelet's /dev/shm use on a period; serve Prometheus metrics; warn at 90% with an Event");
+  set_usage(*c, {.input = "the API server (in-cluster or --kubeconfig): a pod list and watch, the nodes, the namespaces' "
+                         "labels, shmguard's MutatingWebhookConfiguration; each kubelet's Summary API; --config: "
+                         "the webhook's config",
+                .output = "Prometheus text at http://--listen/metrics, and /healthz; Warning Events ShmNearlyFull, "
+                          "ShmUnprotected and ShmLeftover on the pods; a log on stderr. With --check: one line, what "
+                          "the monitor reported",
+                .exits = {{kExitOk, "stopped by SIGTERM (or after --cycles); with --check: the monitor did a cycle "
+                                    "(and reported --expect-pod)"},
+                          {kExitFindings, "with --check: not within --check-timeout"},
+                          {kExitBadInput, "bad flags, kubeconfig or config, or --listen cannot be bound"}}});
   c->add_option("--kubeconfig", a->kubeconfig, "kubeconfig file (default: in-cluster)");
   c->add_option("--context", a->context, "kubeconfig context");
   c->add_option("--listen", a->listen, "HOST:PORT for /metrics and /healthz")->capture_default_str();

@@ -214,6 +214,15 @@ void add_mutate(CLI::App& app, Outcome& out) {
   auto a = std::make_shared<ManifestArgs>();
   a->output = "yaml";
   auto* c = app.add_subcommand("mutate", "Print manifests with /dev/shm injected into training pod templates");
+  set_usage(*c, {.input = "Kubernetes manifests: files, directories (recursively, .yaml/.yml/.json) or - for stdin (the "
+                         "default); multi-document YAML or JSON, every kind with a pod template; with --observed, "
+                         "`shmguard top -o json` output or the monitor's /metrics text",
+                .output = "-o yaml (default) or json on stdout: every document, in order, those without a change byte "
+                          "for byte, the others edited in place; with -i nothing on stdout, the changed files "
+                          "rewritten; one report line per pod template on stderr",
+                .exits = {{kExitOk, "done (also when nothing needed a change)"},
+                          {kExitBadInput, "bad input or usage: the file and line on stderr, nothing on stdout and no "
+                                          "file written"}}});
   c->add_option("-f,--filename,files", a->files, "file, directory or - for stdin (repeatable; default: stdin)");
   c->add_option("-o,--output", a->output, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
   c->add_flag("-i,--in-place", a->in_place,

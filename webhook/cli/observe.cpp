@@ -325,6 +325,17 @@ int run_observe(const ObserveArgs& a) {
 void add_observe(CLI::App& app, Outcome& out) {
   auto a = std::make_shared<ObserveArgs>();
   auto* c = app.add_subcommand("observe", "Run a command and measure the /dev/shm it uses; say how to annotate it");
+  set_usage(*c, {.input = "a command after --, run with this process's stdin, environment and working directory; the "
+                         "job's batch size and workers to infer the sample size",
+                .output = "the command's stdout and stderr unchanged; the report (-o text or json: the peak, the "
+                          "shmguard.io/size that covers it, the implied sample size, annotations for the pod "
+                          "template) on stderr, or in --report FILE (- for stdout: the command's stdout then goes to "
+                          "stderr)",
+                .exits = {{kExitOk, "the command succeeded; any other status is the command's own (128 + N when signal N "
+                                    "killed it)"},
+                          {kExitCannotRun, "the command cannot be run"},
+                          {kExitNotFound, "the command does not exist"},
+                          {kExitBadInput, "bad flags (before anything runs)"}}});
   c->add_option("--shm-size", a->shm_size, "run in a private tmpfs of this size at /dev/shm (root)")
       ->type_name("QUANTITY");
   c->add_option("--interval-ms", a->interval_ms, "sampling interval: shorter catches shorter peaks")

@@ -290,6 +290,16 @@ void add_review(CLI::App& app, Outcome& out) {
   auto a = std::make_shared<ReviewArgs>();
   auto wait = std::make_shared<std::string>("0s");
   auto* c = app.add_subcommand("review", "Ask a running webhook (or the API server) what it does with each pod template of some manifests");
+  set_usage(*c, {.input = "manifests (-f FILE|DIR|-, as check reads them) or --test-pod; the webhook's URL and the CA "
+                         "its certificate must chain to; with --through-api-server the API server (in a pod: its "
+                         "service account, as client-go finds it)",
+                .output = "-o text (default): per pod template the decision, the warnings and the decoded patch; "
+                          "-o json: the same as one record each",
+                .exits = {{kExitOk, "every answer admitted the pod (and injected /dev/shm, with --expect-injected)"},
+                          {kExitFindings, "an answer refused the pod, was not HTTP 200, or did not inject with "
+                                          "--expect-injected; or --wait ran out with no answer from shmguard"},
+                          {kExitBadInput, "bad input or flags, or the webhook cannot be reached (the message says "
+                                          "where to look)"}}});
   c->add_option("--server", a->server,
       "webhook URL, https://host:port[/path] (path default /mutate); with --through-api-server the API "
       "server's URL (default: in-cluster)");

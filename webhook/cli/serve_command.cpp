@@ -32,7 +32,7 @@ int run_serve(server::ServeOptions opts, const std::string& log_level) {
   server::WebhookServer srv(opts);
   if (auto started = srv.start(); !started) {
     server::log(server::Level::kError, "cannot start", {{"error", started.error()}});
-    return fail(started.error(), 1);
+    return fail(started.error(), kExitCannotStart);
   }
   int sig = 0;
   sigwait(&set, &sig);
@@ -48,6 +48,15 @@ void add_serve(CLI::App& app, Outcome& out) {
   auto a = std::make_shared<server::ServeOptions>();
   auto log_level = std::make_shared<std::string>("info");
   auto* c = app.add_subcommand("serve", "Run the admission webhook (HTTPS) and the metrics listener");
+  set_usage(*c, {.input = "a PEM serving certificate and key (re-read when they change, the Secret volume's symlink swap "
+                         "included) and an optional YAML config (--config, re-read); on --port, POST /mutate takes "
+                         "an AdmissionReview (admission.k8s.io/v1 or v1beta1) as JSON",
+                .output = "the AdmissionReview response (a JSON Patch, warnings) for the request's apiVersion and uid; "
+                          "GET /healthz and /readyz on both ports; Prometheus text at /metrics on --metrics-port; "
+                          "one JSON log line per event on stderr",
+                .exits = {{kExitOk, "stopped by SIGTERM or SIGINT, after draining (--shutdown-delay-ms)"},
+                          {kExitCannotStart, "cannot start (the certificate, the config, the port)"},
+                          {kExitBadInput, "bad flags"}}});
   c->add_option("--tls-cert-file", a->cert_file, "PEM serving certificate (chain)")->required();
   c->add_option("--tls-private-key-file", a->key_file, "PEM private key")->required();
   c->add_option("--config", a->config_file, "YAML config file (re-read on change)");

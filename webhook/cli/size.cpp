@@ -72,6 +72,12 @@ int run_size(const SizeArgs& a) {
 void add_size(CLI::App& app, Outcome& out) {
   auto a = std::make_shared<SizeArgs>();
   auto* c = app.add_subcommand("size", "Compute the /dev/shm size for DataLoader parameters");
+  set_usage(*c, {.input = "the flags below (a count or a Kubernetes quantity each); --config for the formula's "
+                         "defaults (headroom, base, min, max, prefetch factor)",
+                .output = "-o text (default): the size on the first line, then the arithmetic; warnings on stderr. "
+                          "-o json: sizeLimit, bytes, needBytes, explanation, procs, exceedsMemoryLimit, warnings",
+                .exits = {{kExitOk, "the size was computed (also when a warning was given)"},
+                          {kExitBadInput, "bad flags or config"}}});
   c->add_option("--batch-size", a->batch, "samples per batch, per process")->required()->type_name("UINT");
   c->add_option("--num-workers", a->workers, "DataLoader num_workers, per process")->required()->type_name("UINT");
   c->add_option("--sample-size", a->sample, "bytes per sample (a quantity, e.g. 588Ki)")->required()->type_name("QUANTITY");

@@ -180,6 +180,15 @@ void add_top(CLI::App& app, Outcome& out) {
   auto a = std::make_shared<TopArgs>();
   auto config = std::make_shared<std::string>();
   auto* c = app.add_subcommand("top", "How full each running pod's /dev/shm is (the kubelets' Summary API through the API server)");
+  set_usage(*c, {.input = "a kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config, or in-cluster) allowed to list pods "
+                         "and get nodes/proxy; --config: the webhook's config (which pods are unprotected, the "
+                         "suggestion's headroom and min)",
+                .output = "-o table (default): a row per pod that mounts a Memory emptyDir at /dev/shm (size, mounted, "
+                          "used, peak with --watch, verdict), a suggestion per owner, why a pod is unprotected; "
+                          "-o json: the same per pod, with kubeletUsedBytes and measuredAt",
+                .exits = {{kExitOk, "every node gave its figures"},
+                          {kExitFindings, "a node gave none (named on stderr; the others still shown)"},
+                          {kExitBadInput, "bad flags, kubeconfig or config, or the API server refused the list"}}});
   c->add_option("--kubeconfig", a->kubeconfig, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
   c->add_option("--context", a->context, "kubeconfig context (default: its current-context)");
   auto* ns = c->add_option("-n,--namespace", a->namespace_name, "namespace (default: default)");

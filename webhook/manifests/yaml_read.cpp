@@ -331,7 +331,7 @@ bool DocumentReader::next(RawDocument& out) {
   sink_ = &out.text;
   sink_from_ = pos_;
   // The document's lines so far, whole, as one run (read_line may have copied earlier ones).
-  auto take = [this](std::size_t to) {
+  auto keep_until = [this](std::size_t to) {
     sink_->append(buf_, sink_from_, to - sink_from_);
     sink_ = nullptr;
   };
@@ -346,7 +346,7 @@ bool DocumentReader::next(RawDocument& out) {
     ++line_;
     const bool separator = is_separator(line);
     if (separator && any && !directives) {
-      take(pos_ - line.size() - (had_newline ? 1 : 0));  // up to this line, which starts the next
+      keep_until(pos_ - line.size() - (had_newline ? 1 : 0));  // up to this line, which starts the next
       pending_ = line;
       if (had_newline) pending_ += '\n';
       has_pending_ = true;
@@ -359,11 +359,11 @@ bool DocumentReader::next(RawDocument& out) {
     any = true;
     // "..." ends a document; what follows (directives, say) starts the next.
     if (!directives && is_document_end(line)) {
-      take(pos_);
+      keep_until(pos_);
       return true;
     }
   }
-  take(pos_);
+  keep_until(pos_);
   done_ = true;
   return any;
 }

@@ -2,7 +2,7 @@
 // as soon as its response is read (a closed loop, as the API server's few connections to a
 // webhook are), every request's latency kept and the percentiles printed. Its figures obey
 // Little's law (mean latency x requests/s = connections); wrk's latency percentiles against
-// shmguard do not (README "Performance"), so the tail is read from here and throughput from wrk.
+// shmguard do not (docs/performance.md), so the tail is read from here and throughput from wrk.
 package main
 
 import (
