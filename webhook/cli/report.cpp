@@ -305,7 +305,7 @@ Record make_record(const manifests::TemplateReport& rep) {
   r.name = rep.ref.name;
   r.path = rep.ref.display_path();
   r.decision = rep.summary_planned();
-  r.reason = rep.result.reason;
+  r.reason = name(rep.result.reason);
   const auto& res = rep.result;
   if (res.sizing) {
     r.size = sizing::format_quantity(res.sizing->bytes);

@@ -7,9 +7,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/log_level.h"
+
 namespace shmguard::server {
 
-enum class Level { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+using Level = LogLevel;
 
 void set_log_level(Level level);
 // "debug", "info", "warn", "error" (kLevelNames, in Level's order); nullopt for anything else.

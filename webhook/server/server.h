@@ -74,8 +74,6 @@ class WebhookServer {
   void readyz(const HttpRequest& req, HttpResponse& res);
   void metrics(const HttpRequest& req, HttpResponse& res);
   void mutate(const HttpRequest& req, HttpResponse& res);
-  // One admission told: counted in the metrics and written to the log, side by side.
-  void record(const admission::AdmissionOutcome& out, double seconds);
 
   ServeOptions opts_;
   CertStore certs_;
