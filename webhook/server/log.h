@@ -14,7 +14,7 @@ namespace shmguard::server {
 using Level = LogLevel;
 
 void set_log_level(Level level);
-// "debug", "info", "warn", "error" (kLevelNames, in Level's order); nullopt for anything else.
+// "debug", "info", "warn", "error" (kLevelTable, in Level's order); nullopt for anything else.
 std::optional<Level> parse_log_level(std::string_view text);
 std::string log_level_names();  // "debug, info, warn or error", for --help and errors
 bool log_enabled(Level level);
