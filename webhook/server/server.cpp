@@ -77,13 +77,13 @@ Status WebhookServer::setup_tls() {
 }
 
 // Counted always; logged at most once a second, so a flood of bad clients cannot flood the log.
-void WebhookServer::tls_failed(const std::string& why) {
-  metrics_.tls_handshake_failure(why);
+void WebhookServer::tls_failed(const TlsFailure& why) {
+  metrics_.tls_handshake_failure(why.reason);
   const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                   std::chrono::steady_clock::now().time_since_epoch()).count();
   std::int64_t last = last_tls_log_ms_.load();
   if (now_ms - last < 1000 || !last_tls_log_ms_.compare_exchange_strong(last, now_ms)) return;
-  log(Level::kWarn, "TLS handshake failed", {{"reason", why}});
+  log(Level::kWarn, "TLS handshake failed", {{"reason", why.reason}, {"error", why.detail}});
 }
 
 void WebhookServer::setup_owner_lookup() {
@@ -126,7 +126,7 @@ Status WebhookServer::start() {
   LoopOptions lo = opts_.loop;
   if (lo.threads <= 0) lo.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   lo.name = "https";
-  lo.on_tls_failure = [this](const std::string& why) { tls_failed(why); };
+  lo.on_tls_failure = [this](const TlsFailure& why) { tls_failed(why); };
   auto reject = [this](int status) {
     metrics_.http_response(status);
     count_refusal(metrics_, http_reason(status));
