@@ -79,8 +79,8 @@ TEST_P(Corpus, MutateRoundTripsAndAgreesWithWebhook) {
           << r.file << " " << r.ref.path << ": " << r.result.because;
       // Nor does a pod whose command says 0 workers in 1 process, nor a kind that is not PyTorch.
       const bool not_pytorch = r.result.summary.starts_with("skipped: not PyTorch (");
-      EXPECT_TRUE(r.result.mutated() || r.result.reason == "user-managed" || r.result.reason == "opted-out" ||
-                  r.result.reason == "none-needed" || mpi_launcher || not_pytorch)
+      EXPECT_TRUE(r.result.mutated() || r.result.reason == Reason::kUserManaged || r.result.reason == Reason::kOptedOut ||
+                  r.result.reason == Reason::kNoneNeeded || mpi_launcher || not_pytorch)
           << r.file << " " << r.ref.path << ": " << r.result.summary;
     }
   }
@@ -203,7 +203,7 @@ TEST(CorpusSuite, TrainerInitializerStepsAreNotTrainingPods) {
       if (step == "trainer") {
         EXPECT_TRUE(r.result.mutated()) << file << " " << r.ref.path << ": " << r.result.summary;
       } else {
-        EXPECT_EQ(r.result.reason, "not-training") << file << " " << r.ref.path << " (" << step << ")";
+        EXPECT_EQ(r.result.reason, Reason::kNotTraining) << file << " " << r.ref.path << " (" << step << ")";
       }
     }
   }
@@ -223,7 +223,7 @@ TEST(CorpusSuite, APaddleJobIsNotPyTorchAndIsLeftAlone) {
   runner.finish();
   ASSERT_FALSE(runner.reports().empty());
   for (const auto& r : runner.reports()) {
-    EXPECT_EQ(r.result.reason, "not-training");
+    EXPECT_EQ(r.result.reason, Reason::kNotTraining);
     EXPECT_EQ(r.result.summary, "skipped: not PyTorch (PaddleJob)");
   }
   EXPECT_EQ(out.str(), test::read_file(p));

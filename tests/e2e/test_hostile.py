@@ -3,6 +3,7 @@ is a 200 that admits or a 4xx with a message, never a 5xx, a reset or a crash; m
 import json
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -123,6 +124,42 @@ def test_a_client_that_does_not_trust_the_certificate_is_named(server, tmp_path)
     assert server.metric("shmguard_tls_handshake_failures_total", '{reason="tlsv1 alert unknown ca"}') == 1, server.metrics()
     assert any(l.get("msg") == "TLS handshake failed" and l.get("reason") == "tlsv1 alert unknown ca"
                for l in server.logs()), server.logs()[-3:]
+
+
+@pytest.mark.parametrize("how,reason", [("garbage", "wrong version number"), ("close", "connection closed"),
+                                        ("reset", "connection reset")])
+def test_a_failed_handshake_is_counted_and_logged_by_its_reason(server, how, reason):
+    """What a port scanner, a load balancer's TCP check or a client that gives up does to the
+    webhook port: bytes that are no ClientHello (OpenSSL's reason), a close before the handshake
+    (OpenSSL 3's "unexpected eof while reading"), a reset (SO_LINGER 0: an RST, the server sees
+    EPOLLERR). Each is counted by its reason and logged with it and OpenSSL's or the system's words;
+    the server serves on."""
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    if how == "garbage":
+        s.sendall(b"\x00\x01 garbage, not a ClientHello\r\n\r\n")
+        try:
+            s.recv(4096)  # the server's alert, or its reset
+        except (ConnectionResetError, socket.timeout):
+            pass
+    elif how == "reset":
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    series = "shmguard_tls_handshake_failures_total"
+    deadline = time.time() + 5
+    while time.time() < deadline and not server.metric(series, f'{{reason="{reason}"}}'):
+        time.sleep(0.05)
+    lines = [l for l in server.metrics().splitlines() if l.startswith(series + "{")]
+    assert lines == [f'{series}{{reason="{reason}"}} 1'], lines
+    logged = [l for l in server.logs() if l.get("msg") == "TLS handshake failed"]
+    assert [l["reason"] for l in logged] == [reason], logged
+    assert logged[0]["level"] == "warn"
+    detail = logged[0]["error"]
+    if how == "reset":
+        assert detail == "Connection reset by peer", logged
+    else:  # OpenSSL's error string, with its code: "error:0A00010B:SSL routines::wrong version number"
+        assert detail.startswith("error:") and detail.endswith(":" + ("unexpected eof while reading"
+                                                                     if how == "close" else reason)), logged
+    assert server.post(review(training_pod()))[0] == 200
 
 
 def test_abrupt_disconnects_mid_request(server):

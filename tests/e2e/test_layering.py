@@ -121,7 +121,9 @@ def test_the_error_style_check_sees_one(tmp_path):
 
 # Closed sets kept as tables (docs/development.md "Where a change goes"): the enum -> the one file that holds its
 # table and may switch over it. Anywhere else, code reads the table.
-TABLE_ENUMS = {"Rule": "cli/report.cpp", "Format": "cli/report.cpp", "AnnotationKind": "inject/annotations.cpp"}
+TABLE_ENUMS = {"Rule": "cli/report.cpp", "Format": "cli/report.cpp", "AnnotationKind": "inject/annotations.cpp",
+               "Reason": "base/reason.h", "Decision": "admission/review.cpp", "Level": "server/log.cpp",
+               "LogLevel": "server/log.cpp"}
 CASE = re.compile(r"\bcase\s+(\w+)::k\w+\s*:")
 # A failure told apart by its text or by whether it has a line, instead of its kind
 # (Result::kind<Enum>(), base/result.h).
@@ -166,3 +168,41 @@ def test_the_table_and_kind_checks_see_a_breach(tmp_path):
         "cli/x.cpp:5: a failure told apart by its text or line",
         "cli/x.cpp:6: a kind told by a sentinel string",
         "cli/x.cpp:7: a vector beside the warnings"]
+
+
+# ---- the admission reason: one enum, its text in one table ----
+
+ROW_NAME = re.compile(r'\.name = "([^"]+)"')
+# Where the same word is another table's row (`.name = "stale"`: check's rule) or an HTTP header.
+OTHER_USE = re.compile(r'(\.(name|one|many) = |header\()$')
+
+
+def reason_spellings(root):
+    """Each Reason's text (its row in base/reason.h) written as a string literal anywhere else in
+    webhook/: the text belongs at the edge, read from the table by name(Reason)."""
+    names = ROW_NAME.findall((root / "base" / "reason.h").read_text())
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".h", ".cpp") or path == root / "base" / "reason.h":
+            continue
+        text = path.read_text()
+        for name in names:
+            for m in re.finditer(re.escape(f'"{name}"'), text):
+                if not OTHER_USE.search(text[max(0, m.start() - 10):m.start()]):
+                    found.append(f"{path.relative_to(root)}:{text[:m.start()].count(chr(10)) + 1}: {name}")
+        for m in re.finditer(r'"http-"', text):
+            found.append(f"{path.relative_to(root)}:{text[:m.start()].count(chr(10)) + 1}: http-")
+    return found
+
+
+def test_each_reason_is_spelled_once():
+    assert len(ROW_NAME.findall((WEBHOOK / "base" / "reason.h").read_text())) >= 20
+    assert reason_spellings(WEBHOOK) == []
+
+
+def test_the_reason_check_sees_a_second_spelling(tmp_path):
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "reason.h").write_text('{.reason = Reason::kStale, .name = "stale", .log = LogLevel::kInfo},\n')
+    (tmp_path / "x.cpp").write_text('{.rule = Rule::kStale, .name = "stale"},\nr.reason = "stale";\n'
+                                    'metrics.admission("rejected", "http-" + code);\n')
+    assert reason_spellings(tmp_path) == ["x.cpp:2: stale", "x.cpp:3: http-"]

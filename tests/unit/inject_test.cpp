@@ -37,7 +37,7 @@ TEST(Inject, AddsVolumeMountsAndAnnotations) {
   const auto pod = training_pod();
   auto r = inject_pod(pod, cfg);
   ASSERT_TRUE(r.mutated()) << r.summary;
-  EXPECT_EQ(r.reason, "injected");
+  EXPECT_EQ(r.reason, Reason::kInjected);
   EXPECT_EQ(r.size(), 1120 * sizing::kMi);
   const auto p = patched(pod, r);
   EXPECT_EQ(p["spec"]["volumes"].size(), 2u);
@@ -83,7 +83,7 @@ TEST(Inject, IdempotentOnItsOwnOutput) {
   auto r = inject_pod(pod, cfg);
   auto again = inject_pod(patched(pod, r), cfg);
   EXPECT_FALSE(again.mutated());
-  EXPECT_EQ(again.reason, "already-injected");
+  EXPECT_EQ(again.reason, Reason::kAlreadyInjected);
   EXPECT_TRUE(again.patch.empty());
 }
 
@@ -163,7 +163,7 @@ TEST(Inject, MalformedPodsAreSkippedWithAWarningThatNamesTheField) {
   for (const auto& [text, why] : cases) {
     auto r = inject_pod(json::parse(text), cfg);
     EXPECT_FALSE(r.mutated()) << text;
-    EXPECT_EQ(r.reason, "invalid-pod") << text;
+    EXPECT_EQ(r.reason, Reason::kInvalidPod) << text;
     EXPECT_EQ(texts(r), std::vector<std::string>{std::string("shmguard left the pod unchanged: ") + why}) << text;
   }
 }
@@ -177,7 +177,7 @@ TEST(Inject, AUsersOwnShmGetsTheFormulasWarnings) {
       "volumeMounts":[{"name":"dshm","mountPath":"/dev/shm"}]}],
       "volumes":[{"name":"dshm","emptyDir":{"medium":"Memory","sizeLimit":"64Gi"}}]}})");
   auto r = inject_pod(pod, cfg);
-  EXPECT_EQ(r.reason, "user-managed");
+  EXPECT_EQ(r.reason, Reason::kUserManaged);
   EXPECT_FALSE(r.too_small);
   ASSERT_TRUE(r.sizing.has_value());
   EXPECT_TRUE(r.sizing->exceeds_memory_limit);
@@ -194,12 +194,12 @@ TEST(Inject, AUsersOwnShmGetsTheFormulasWarnings) {
 
 TEST(Inject, SkipReasons) {
   json p = {{"spec", {{"containers", {{{"name", "c"}, {"image", "nginx"}}}}}}};
-  EXPECT_EQ(inject_pod(p, cfg).reason, "not-training");
+  EXPECT_EQ(inject_pod(p, cfg).reason, Reason::kNotTraining);
   p["spec"]["hostIPC"] = true;
   p["metadata"]["labels"]["shmguard.io/inject"] = "true";
-  EXPECT_EQ(inject_pod(p, cfg).reason, "host-ipc");
+  EXPECT_EQ(inject_pod(p, cfg).reason, Reason::kHostIpc);
   p["metadata"]["labels"]["shmguard.io/inject"] = "false";
-  EXPECT_EQ(inject_pod(p, cfg).reason, "opted-out");
+  EXPECT_EQ(inject_pod(p, cfg).reason, Reason::kOptedOut);
 }
 
 TEST(Inject, ZeroWorkersAndOneProcessNeedNoShm) {
@@ -208,7 +208,7 @@ TEST(Inject, ZeroWorkersAndOneProcessNeedNoShm) {
                                          {"command", {"python", "-m", "torch.distributed.run", "imagenet.py",
                                                       "--batch-size=32", "--workers=0"}}}}}}}};
   auto r = inject_pod(pod, cfg);
-  EXPECT_EQ(r.reason, "none-needed");
+  EXPECT_EQ(r.reason, Reason::kNoneNeeded);
   EXPECT_EQ(r.summary, "ok: none needed (0 DataLoader workers, 1 process)");
   EXPECT_TRUE(r.patch.empty());
   EXPECT_TRUE(r.warnings.empty()) << testing::PrintToString(texts(r));

@@ -60,13 +60,13 @@ TEST(Review, NonCreateAndNonPodAreAllowedWithoutPatch) {
   auto res = json::parse(out.body)["response"];
   EXPECT_EQ(res["allowed"], true);
   EXPECT_FALSE(res.contains("patch"));
-  EXPECT_EQ(out.reason, "not-create");
+  EXPECT_EQ(out.reason, Reason::kNotCreate);
   auto r = review("admission.k8s.io/v1", training_pod());
   r["request"]["kind"]["kind"] = "Deployment";
   r["request"]["kind"]["group"] = "apps";
   out = handle_review(r.dump(), cfg);
   EXPECT_FALSE(json::parse(out.body)["response"].contains("patch"));
-  EXPECT_EQ(out.reason, "not-a-pod");
+  EXPECT_EQ(out.reason, Reason::kNotAPod);
 }
 
 TEST(Review, SkippedPodHasNoPatch) {
@@ -253,7 +253,7 @@ TEST(Review, JobSetOptOutIsHonoured) {
   };
   auto out = handle_review(review("admission.k8s.io/v1", jobset_pod()).dump(), cfg, lookup);
   EXPECT_EQ(out.decision, Decision::kSkipped);
-  EXPECT_EQ(out.reason, "opted-out");
+  EXPECT_EQ(out.reason, Reason::kOptedOut);
 }
 
 TEST(Review, AnythingThrownAdmitsThePodUnchanged) {
@@ -264,11 +264,66 @@ TEST(Review, AnythingThrownAdmitsThePodUnchanged) {
     };
     auto out = handle_review(review("admission.k8s.io/v1", jobset_pod()).dump(), cfg, lookup);
     EXPECT_EQ(out.decision, Decision::kError);
-    EXPECT_EQ(out.reason, "internal-error");
+    EXPECT_EQ(out.reason, Reason::kInternalError);
     EXPECT_EQ(out.error, kind == 0 ? "lookup broke" : "an exception that is not a std::exception");
     auto res = json::parse(out.body)["response"];
     EXPECT_EQ(res["allowed"], true);
     EXPECT_FALSE(res.contains("patch"));
     EXPECT_EQ(res["warnings"][0], "shmguard internal error; pod admitted without /dev/shm sizing");
   }
+}
+
+// The engine's edge, through handle_review's engine seam: an engine that throws a std::exception
+// and one that throws anything else both leave the pod admitted unchanged, with the warning that
+// says so in place of the engine's own (a warning made before the throw is not sent).
+namespace {
+inject::InjectResult throws_std(const json&, const config::Config&, const inject::InjectOptions&) {
+  throw std::runtime_error("engine broke");
+}
+inject::InjectResult throws_int(const json&, const config::Config&, const inject::InjectOptions&) { throw 42; }
+}  // namespace
+
+TEST(Review, AnEngineThatThrowsAdmitsThePodWithAWarning) {
+  for (Engine engine : {&throws_std, &throws_int}) {
+    auto out = handle_review(review("admission.k8s.io/v1", training_pod()).dump(), cfg, {}, engine);
+    EXPECT_EQ(out.decision, Decision::kError);
+    EXPECT_EQ(out.reason, Reason::kInternalError);
+    EXPECT_EQ(out.error, engine == &throws_std ? "engine broke" : "an exception that is not a std::exception");
+    auto res = json::parse(out.body);
+    EXPECT_EQ(res["apiVersion"], "admission.k8s.io/v1");
+    EXPECT_EQ(res["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+    EXPECT_EQ(res["response"]["allowed"], true);
+    EXPECT_FALSE(res["response"].contains("patch"));
+    EXPECT_EQ(res["response"]["warnings"], json::array({"shmguard internal error; pod admitted without /dev/shm sizing"}));
+    EXPECT_EQ(out.warnings.size(), 1u);
+  }
+}
+
+TEST(Review, TheDefaultEngineIsInjectPod) {
+  auto out = handle_review(review("admission.k8s.io/v1", training_pod()).dump(), cfg, {}, &inject::inject_pod);
+  EXPECT_EQ(out.decision, Decision::kInjected);
+  EXPECT_EQ(out.reason, Reason::kInjected);
+}
+
+TEST(Review, ABodyThatIsNoReviewIsRefusedWithoutABody) {
+  auto out = handle_review("{}", cfg);
+  EXPECT_EQ(out.decision, Decision::kRejected);
+  EXPECT_EQ(out.reason, Reason::kBadRequest);
+  EXPECT_EQ(out.error, "kind must be AdmissionReview");
+  EXPECT_TRUE(out.body.empty());
+}
+
+// Every reason has its row, in order, and keeps the text the metrics and logs have always had.
+TEST(Reason, NamesAndLevelsComeFromOneTable) {
+  EXPECT_STREQ(name(Reason::kInjected), "injected");
+  EXPECT_STREQ(name(Reason::kAlreadyInjected), "already-injected");
+  EXPECT_STREQ(name(Reason::kInternalError), "internal-error");
+  EXPECT_STREQ(name(Reason::kContentType), "content-type");
+  EXPECT_EQ(log_level(Reason::kInjected), LogLevel::kInfo);
+  EXPECT_EQ(log_level(Reason::kNotTraining), LogLevel::kDebug);
+  EXPECT_EQ(log_level(Reason::kInternalError), LogLevel::kError);
+  EXPECT_EQ(log_level(Reason::kBadRequest), LogLevel::kWarn);
+  for (int status : {400, 411, 413, 431, 505})
+    EXPECT_EQ(name(http_reason(status)), "http-" + std::to_string(status));
+  EXPECT_EQ(http_reason(418), Reason::kHttp400);
 }

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "admission/json_reader.h"
+#include "admission/response.h"
+#include "base/enum_table.h"
 #include "base/limits.h"
 #include "inject/inject.h"
 #include "base/json_fields.h"
@@ -37,48 +39,23 @@ const Keep kRequest{{{"uid", nullptr}, {"kind", nullptr}, {"resource", nullptr},
                      {"object", &kObject}}};
 const Keep kReview{{{"apiVersion", nullptr}, {"kind", nullptr}, {"request", &kRequest}}};
 
-AdmissionOutcome bad_request(std::string msg) {
-  AdmissionOutcome o;
-  o.decision = Decision::kRejected;
-  o.reason = "bad-request";
-  o.error = std::move(msg);
-  return o;
-}
-
 }  // namespace
-
-std::string encode_response(const std::string& api_version, const std::string& uid, const std::string& patch_b64,
-                            const std::vector<std::string>& warnings) {
-  // Written by hand: the response is small and fixed in shape, and this is the hot path.
-  std::string body;
-  body.reserve(256 + patch_b64.size());
-  body = "{\"apiVersion\":";
-  body += json(api_version).dump();
-  body += ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":";
-  body += json(uid).dump(-1, ' ', false, json::error_handler_t::replace);
-  body += ",\"allowed\":true";
-  if (!patch_b64.empty()) {
-    body += ",\"patchType\":\"JSONPatch\",\"patch\":\"";
-    body += patch_b64;
-    body += '"';
-  }
-  if (!warnings.empty()) {
-    json w = json::array();
-    for (const auto& s : warnings) w.push_back(sanitize_warning(s));
-    body += ",\"warnings\":";
-    body += w.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-  body += "}}";
-  return body;
-}
 
 namespace {
-// By Decision: its name in logs and in the metrics' `decision` label.
-constexpr const char* kDecisionNames[] = {"injected", "updated", "audit", "skipped", "error", "rejected"};
-static_assert(std::size(kDecisionNames) == static_cast<std::size_t>(Decision::kRejected) + 1);
+struct DecisionRow {
+  Decision decision;
+  const char* name;  // in logs and in the metrics' `decision` label
+};
+constexpr DecisionRow kDecisionTable[] = {
+    {.decision = Decision::kInjected, .name = "injected"}, {.decision = Decision::kUpdated, .name = "updated"},
+    {.decision = Decision::kAudit, .name = "audit"},       {.decision = Decision::kSkipped, .name = "skipped"},
+    {.decision = Decision::kError, .name = "error"},       {.decision = Decision::kRejected, .name = "rejected"},
+};
+static_assert(in_enum_order(kDecisionTable, &DecisionRow::decision, static_cast<std::size_t>(Decision::kRejected) + 1),
+              "kDecisionTable: one row for every Decision, in Decision's order");
 }  // namespace
 
-const char* decision_name(Decision d) { return kDecisionNames[static_cast<std::size_t>(d)]; }
+const char* decision_name(Decision d) { return kDecisionTable[static_cast<std::size_t>(d)].name; }
 
 std::string base64_encode(std::string_view in) {
   static constexpr char kAlphabet[] =
@@ -159,25 +136,36 @@ std::string jobset_to_ask(const json& pod) {
 
 namespace {
 
-// The engine's decision on a pod CREATE, as the outcome and the patch (base64) to send.
-void decide(const json& req, const config::Config& cfg, const OwnerLookup& lookup, AdmissionOutcome& o,
-            std::string& patch_b64) {
+// The owner's annotations, when the pod is a JobSet's and carries none of its own: asked of the
+// server's lookup, its result noted in the outcome. The engine reads them through `io`.
+void ask_owner(const json& pod, const OwnerLookup& lookup, AdmissionOutcome& o, OwnerAnnotations& owner,
+               inject::InjectOptions& io) {
+  if (!lookup || o.namespace_name.empty()) return;
+  std::string jobset = jobset_to_ask(pod);
+  if (jobset.empty()) return;
+  owner = lookup(o.namespace_name, jobset);
+  o.owner_lookup = owner.result;
+  o.owner_cached = owner.cached;
+  if (!owner.warning.empty()) o.warnings.push_back(owner.warning);
+  io.inherited = &owner.annotations;
+  io.inherited_from = owner.from;
+}
+
+// The engine's decision on a pod CREATE, answered (response.h); anything else admitted as it is.
+void decide(const json& req, const config::Config& cfg, const OwnerLookup& lookup, Engine engine, const Echo& to,
+            AdmissionOutcome& o) {
   const json empty = json::object();
   const json& kind = req.contains("kind") ? req["kind"] : empty;
   const bool is_pod = str_field(kind, "kind") == "Pod" && str_field(kind, "group").empty();
   const bool create = str_field(req, "operation") == "CREATE";
   const bool subresource = !str_field(req, "subResource").empty();
   auto obj_it = req.find("object");
-  if (!is_pod || !create || subresource) {
-    o.decision = Decision::kSkipped;
-    o.reason = !is_pod ? "not-a-pod" : (!create ? "not-create" : "subresource");
-    return;
-  }
+  if (!is_pod || !create || subresource)
+    return allowed(o, to, Decision::kSkipped,
+                   !is_pod ? Reason::kNotAPod : (!create ? Reason::kNotCreate : Reason::kSubresource));
   if (obj_it == req.end() || !obj_it->is_object()) {
-    o.decision = Decision::kSkipped;
-    o.reason = "no-object";
     o.warnings.push_back("shmguard: the review carried no pod object; admitted unchanged");
-    return;
+    return allowed(o, to, Decision::kSkipped, Reason::kNoObject);
   }
   const json& pod = *obj_it;
   if (o.pod.empty()) {
@@ -185,42 +173,29 @@ void decide(const json& req, const config::Config& cfg, const OwnerLookup& looku
   }
   OwnerAnnotations owner;
   inject::InjectOptions io;
-  if (lookup && !o.namespace_name.empty()) {
-    if (std::string jobset = jobset_to_ask(pod); !jobset.empty()) {
-      owner = lookup(o.namespace_name, jobset);
-      o.owner_lookup = owner.result;
-      o.owner_cached = owner.cached;
-      if (!owner.warning.empty()) o.warnings.push_back(owner.warning);
-      io.inherited = &owner.annotations;
-      io.inherited_from = owner.from;
-    }
-  }
-  auto r = inject::inject_pod(pod, cfg, io);
-  o.reason = r.reason;
+  ask_owner(pod, lookup, o, owner, io);
+  auto r = engine(pod, cfg, io);
   for (auto& w : r.warnings) o.warnings.push_back(std::move(w.text));  // the review carries the text alone
   if (r.sizing && r.sizing->source == sizing::SizeSource::kFormula)
     o.procs = std::to_string(r.sizing->procs) + " from " +
               (r.sizing->procs_source.empty() ? std::string("default") : r.sizing->procs_source);
-  if (!r.mutated()) {
-    o.decision = Decision::kSkipped;
-    return;
-  }
+  if (!r.mutated()) return allowed(o, to, Decision::kSkipped, r.reason);
   o.size_bytes = r.size();
   o.size = sizing::format_quantity(r.size());
   const bool update = r.action == inject::Action::kUpdated;
   if (cfg.mode == config::Mode::kAudit) {
-    o.decision = Decision::kAudit;
     o.warnings.push_back("shmguard would " + std::string(update ? "resize /dev/shm to " : "inject ") + o.size +
                          (update ? "" : " at /dev/shm") + " (audit mode)");
-    return;
+    return allowed(o, to, Decision::kAudit, r.reason);
   }
-  o.decision = update ? Decision::kUpdated : Decision::kInjected;
-  patch_b64 = base64_encode(r.patch.dump());
+  patched(o, to, update ? Decision::kUpdated : Decision::kInjected, r.reason, base64_encode(r.patch.dump()));
 }
 
 }  // namespace
 
-AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg, const OwnerLookup& lookup) {
+AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg, const OwnerLookup& lookup,
+                               Engine engine) {
+  auto bad_request = [](std::string msg) { return refused(Reason::kBadRequest, std::move(msg)); };
   json review;
   if (auto parsed = read_json(body, review, kMaxNesting, &kReview); !parsed)
     return bad_request("request body is not valid JSON: " + parsed.error());
@@ -232,31 +207,23 @@ AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg,
   auto req_it = review.find("request");
   if (req_it == review.end() || !req_it->is_object()) return bad_request("AdmissionReview has no request object");
   const json& req = *req_it;
-  const std::string uid = str_field(req, "uid");
-  if (uid.empty()) return bad_request("request.uid must be a non-empty string");
+  const Echo to{api_version, str_field(req, "uid")};
+  if (to.uid.empty()) return bad_request("request.uid must be a non-empty string");
 
   AdmissionOutcome o;
-  o.uid = uid;
+  o.uid = to.uid;
   o.namespace_name = str_field(req, "namespace");
   o.pod = str_field(req, "name");
-  std::string patch_b64;
-  // Our trouble must never block a pod: whatever is thrown (the engine's, an owner lookup's, not
-  // only std::exception), the pod is admitted unchanged, with a warning and kError's metric.
-  auto internal_error = [&](std::string what) {
-    o.decision = Decision::kError;
-    o.reason = "internal-error";
-    o.error = std::move(what);
-    o.warnings = {"shmguard internal error; pod admitted without /dev/shm sizing"};
-    patch_b64.clear();
-  };
+  // The engine's edge. Our trouble must never block a pod: whatever is thrown (the engine's, an
+  // owner lookup's, not only std::exception), the pod is admitted unchanged, with a warning, and
+  // counted and logged as kError.
   try {
-    decide(req, cfg, lookup, o, patch_b64);
+    decide(req, cfg, lookup, engine, to, o);
   } catch (const std::exception& e) {
-    internal_error(e.what());
+    errored(o, to, e.what());
   } catch (...) {
-    internal_error("an exception that is not a std::exception");
+    errored(o, to, "an exception that is not a std::exception");
   }
-  o.body = encode_response(api_version, uid, patch_b64, o.warnings);
   return o;
 }
 

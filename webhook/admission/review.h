@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reason.h"
 #include "config/config.h"
+#include "inject/inject.h"
 
 namespace shmguard::admission {
 
@@ -24,7 +26,7 @@ struct AdmissionOutcome {
   std::string namespace_name;
   std::string pod;            // name, or generateName + "*" for controller-made pods
   Decision decision = Decision::kSkipped;
-  std::string reason;         // engine reason or why the request was not processed
+  Reason reason = Reason::kNotAPod;  // the engine's, or why the engine was not asked (base/reason.h)
   std::string size;           // injected size, canonical quantity
   std::string procs;          // "2 from PET_NPROC_PER_NODE" when the formula sized the pod
   std::vector<std::string> warnings;
@@ -42,11 +44,6 @@ std::string base64_decode(std::string_view text);
 
 // Warnings as the apiserver accepts them: no control characters, bounded length.
 std::string sanitize_warning(std::string_view w);
-
-// The AdmissionReview response: always allowed (shmguard never blocks a pod), the request's
-// apiVersion and uid echoed, the base64 JSON patch when there is one, sanitized warnings.
-std::string encode_response(const std::string& api_version, const std::string& uid, const std::string& patch_b64,
-                            const std::vector<std::string>& warnings);
 
 // The label JobSet (v0.8) gives every pod of a JobSet, a TrainJob's included: the JobSet's name.
 inline constexpr std::string_view kJobSetNameLabel = "jobset.sigs.k8s.io/jobset-name";
@@ -68,7 +65,14 @@ using OwnerLookup = std::function<OwnerAnnotations(const std::string& ns, const 
 // own (its own hints always win, whole); "" otherwise: no lookup.
 std::string jobset_to_ask(const nlohmann::json& pod);
 
-// Handles one POST /mutate body. Never throws. `lookup`: the server's owner lookup (empty: none).
-AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg, const OwnerLookup& lookup = {});
+// The engine a review is answered with: inject::inject_pod, or in tests one that fails.
+using Engine = inject::InjectResult (*)(const nlohmann::json& pod, const config::Config& cfg,
+                                        const inject::InjectOptions& opts);
+
+// Handles one POST /mutate body. Never throws: whatever the engine (or an owner lookup) throws, a
+// std::exception or not, the pod is admitted unchanged with a warning (admission/response.h
+// errored). `lookup`: the server's owner lookup (empty: none).
+AdmissionOutcome handle_review(std::string_view body, const config::Config& cfg, const OwnerLookup& lookup = {},
+                               Engine engine = &inject::inject_pod);
 
 }  // namespace shmguard::admission

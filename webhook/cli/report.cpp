@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/assert.h"
+#include "base/enum_table.h"
 
 #include "sizing/quantity.h"
 #include "version.h"
@@ -229,11 +230,14 @@ const RuleRow kRuleTable[] = {
 };
 const std::size_t kRuleCount = std::size(kRuleTable);
 
-const FormatRow kFormatTable[] = {
-    {Format::kText, "text"}, {Format::kJson, "json"}, {Format::kJunit, "junit"}, {Format::kSarif, "sarif"},
-    {Format::kGithub, "github"},
+constexpr FormatRow kFormatTable[] = {
+    {.format = Format::kText, .name = "text"},   {.format = Format::kJson, .name = "json"},
+    {.format = Format::kJunit, .name = "junit"}, {.format = Format::kSarif, .name = "sarif"},
+    {.format = Format::kGithub, .name = "github"},
 };
 const std::size_t kFormatCount = std::size(kFormatTable);
+static_assert(in_enum_order(kFormatTable, &FormatRow::format, static_cast<std::size_t>(Format::kGithub) + 1),
+              "kFormatTable: one row for every Format, in Format's order");
 
 std::vector<std::string> format_names() {
   std::vector<std::string> out;
@@ -305,7 +309,7 @@ Record make_record(const manifests::TemplateReport& rep) {
   r.name = rep.ref.name;
   r.path = rep.ref.display_path();
   r.decision = rep.summary_planned();
-  r.reason = rep.result.reason;
+  r.reason = name(rep.result.reason);
   const auto& res = rep.result;
   if (res.sizing) {
     r.size = sizing::format_quantity(res.sizing->bytes);

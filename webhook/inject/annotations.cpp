@@ -10,19 +10,25 @@ namespace shmguard::inject {
 const std::vector<AnnotationSpec>& annotation_table() {
   using K = AnnotationKind;
   static const std::vector<AnnotationSpec> table{
-      {kInjectKey, K::kBool, false, false, "`\"true\"` forces injection, `\"false\"` opts out (label or annotation)", "\"false\""},
-      {kBatchSizeKey, K::kCount, true, false, "samples per batch, per process", "\"32\""},
-      {kNumWorkersKey, K::kCount, true, true, "DataLoader `num_workers`, per process (`0` allowed)", "\"8\""},
-      {kSampleSizeKey, K::kQuantity, true, false,
-       "bytes per sample after transforms and padding; bytes or a quantity", "\"588Ki\""},
-      {kPrefetchKey, K::kCount, true, false, "DataLoader `prefetch_factor` (default from config, 2)", "\"4\""},
-      {kProcsKey, K::kCount, true, false,
-       "processes with their own DataLoader (default: what torchrun will start, see \"Where procs comes from\")",
-       "\"8\""},
-      {kSizeKey, K::kQuantity, true, false, "explicit sizeLimit; wins over the formula", "\"16Gi\""},
-      {kInjectedSizeKey, K::kOutput, false, false, "set by shmguard: the sizeLimit it gave /dev/shm", "\"4481Mi\""},
-      {kSizingKey, K::kOutput, false, false, "set by shmguard: the arithmetic behind that size",
-       "\"batch 64 x 588Ki = ...\""},
+      {.key = kInjectKey, .kind = K::kBool,
+       .help = "`\"true\"` forces injection, `\"false\"` opts out (label or annotation)", .example = "\"false\""},
+      {.key = kBatchSizeKey, .kind = K::kCount, .sizing = true, .help = "samples per batch, per process",
+       .example = "\"32\""},
+      {.key = kNumWorkersKey, .kind = K::kCount, .sizing = true, .allow_zero = true,
+       .help = "DataLoader `num_workers`, per process (`0` allowed)", .example = "\"8\""},
+      {.key = kSampleSizeKey, .kind = K::kQuantity, .sizing = true,
+       .help = "bytes per sample after transforms and padding; bytes or a quantity", .example = "\"588Ki\""},
+      {.key = kPrefetchKey, .kind = K::kCount, .sizing = true,
+       .help = "DataLoader `prefetch_factor` (default from config, 2)", .example = "\"4\""},
+      {.key = kProcsKey, .kind = K::kCount, .sizing = true,
+       .help = "processes with their own DataLoader (default: what torchrun will start, see \"Where procs comes from\")",
+       .example = "\"8\""},
+      {.key = kSizeKey, .kind = K::kQuantity, .sizing = true, .help = "explicit sizeLimit; wins over the formula",
+       .example = "\"16Gi\""},
+      {.key = kInjectedSizeKey, .kind = K::kOutput, .help = "set by shmguard: the sizeLimit it gave /dev/shm",
+       .example = "\"4481Mi\""},
+      {.key = kSizingKey, .kind = K::kOutput, .help = "set by shmguard: the arithmetic behind that size",
+       .example = "\"batch 64 x 588Ki = ...\""},
       // Rows only a test adds: tests/unit/annotation_row_test.cpp proves a row is all a new
       // annotation needs to be read, checked, recognised and listed.
       SHMGUARD_TEST_ANNOTATION_ROWS

@@ -424,11 +424,11 @@ void refresh(const json& pod, const json* spec, const config::Config& cfg, std::
   r.existing_size = existing_shm_size(spec, shm_mount());
   r.stale = stale;
   if (r.patch.empty()) {
-    r.reason = "already-injected";
+    r.reason = Reason::kAlreadyInjected;
     r.summary = "ok: already injected (" + size_text + ")";
   } else {
     r.action = Action::kUpdated;
-    r.reason = stale ? "stale" : "refreshed";
+    r.reason = stale ? Reason::kStale : Reason::kRefreshed;
     r.summary = stale ? "stale: " + what : "ok: injected " + size_text + "; annotations refreshed";
   }
   SHMGUARD_ASSERT(applies(pod, r.patch));
@@ -439,7 +439,7 @@ void refresh(const json& pod, const json* spec, const config::Config& cfg, std::
 // the size its annotations (or command) give. `s`: that size, when they give any.
 void user_managed(const json* spec, const json& mount, std::optional<sizing::SizingResult> s, InjectResult& r) {
   r.action = Action::kUserManaged;
-  r.reason = "user-managed";
+  r.reason = Reason::kUserManaged;
   r.existing_size = existing_shm_size(spec, mount);
   if (s && r.existing_size && *r.existing_size < s->bytes) {
     r.too_small = true;
@@ -458,7 +458,7 @@ void inject(const json& pod, const config::Config& cfg, sizing::SizingResult s, 
   r.patch = build_patch(pod, cfg.selection, size_text, s.explanation);
   SHMGUARD_ASSERT(applies(pod, r.patch));
   r.action = Action::kInjected;
-  r.reason = "injected";
+  r.reason = Reason::kInjected;
   r.summary = "would inject " + size_text;
   r.sizing = std::move(s);
 }
@@ -515,16 +515,16 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
                                         .annotations = inherits ? ann : nullptr});
   r.because = rec.because;
   static_cast<Warnings&>(r) = Warnings{std::move(rec.warnings)};
-  auto skip = [&r](const char* reason, std::string summary) {
+  auto skip = [&r](Reason reason, std::string summary) {
     r.reason = reason;
     r.summary = std::move(summary);
     return r;
   };
   switch (rec.verdict) {
-    case Verdict::kOptedOut: return skip("opted-out", "skipped: " + rec.because);
-    case Verdict::kHostIPC: return skip("host-ipc", "skipped: hostIPC uses the node's /dev/shm");
+    case Verdict::kOptedOut: return skip(Reason::kOptedOut, "skipped: " + rec.because);
+    case Verdict::kHostIPC: return skip(Reason::kHostIpc, "skipped: hostIPC uses the node's /dev/shm");
     case Verdict::kNotTraining:
-      return skip("not-training", rec.not_pytorch_kind.empty() ? "skipped: not a training pod"
+      return skip(Reason::kNotTraining, rec.not_pytorch_kind.empty() ? "skipped: not a training pod"
                                                                : "skipped: not PyTorch (" + rec.not_pytorch_kind + ")");
     case Verdict::kTraining:
     case Verdict::kInference: break;
@@ -533,7 +533,7 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
   PodFacts facts = gather(pod, spec);
   if (!facts.invalid.empty()) {
     r.warn("shmguard left the pod unchanged: " + facts.invalid);
-    return skip("invalid-pod", "skipped: " + facts.invalid);
+    return skip(Reason::kInvalidPod, "skipped: " + facts.invalid);
   }
   const bool users_own = !facts.owned_volume && facts.shm_volume_mount;
   sizing::SizingInput in;
@@ -545,7 +545,7 @@ InjectResult inject_pod(const json& pod, const config::Config& cfg, const Inject
     if (inherits && !opts.inherited_from.empty()) in.notes.push_back("annotations from " + opts.inherited_from);
     if (!facts.owned_volume && !users_own && needs_no_shm(in, rec)) {
       r.sizing = sizing::compute_size(in, cfg.sizing);
-      return skip("none-needed", "ok: none needed (0 DataLoader workers, 1 process)");
+      return skip(Reason::kNoneNeeded, "ok: none needed (0 DataLoader workers, 1 process)");
     }
   }
   // One size for whichever branch follows: shmguard's volume and a new one are always sized; a

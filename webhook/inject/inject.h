@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/reason.h"
 #include "config/config.h"
 #include "inject/procs.h"
 #include "inject/recognize.h"
@@ -40,9 +41,8 @@ struct InjectOptions {
 
 struct InjectResult : Warnings {  // warnings: recognition's, then the sizing's
   Action action = Action::kSkipped;
-  // Stable machine-readable reason: injected, stale, refreshed, opted-out, host-ipc, not-training,
-  // already-injected, user-managed, invalid-pod, none-needed.
-  std::string reason;
+  // Why, in one word (base/reason.h: the engine's rows, kInjected to kNoneNeeded); set on every path.
+  Reason reason = Reason::kNotTraining;
   std::string because;                        // why it was recognised (or not)
   std::optional<sizing::SizingResult> sizing; // when a size was computed
   std::optional<std::uint64_t> existing_size; // the /dev/shm sizeLimit already there, when known

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "base/enum_table.h"
 #include "base/json_fields.h"
 #include "sizing/quantity.h"
 
@@ -275,15 +276,22 @@ std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, co
   return apply_summary(pods, index_pods(pods), node, summary);
 }
 
-const char* verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::kUnknown: return "no stats yet";
-    case Verdict::kNearlyFull: return "nearly full";
-    case Verdict::kOversized: return "oversized";
-    case Verdict::kOk: return "ok";
-  }
-  return "?";
-}
+namespace {
+struct VerdictRow {
+  Verdict verdict;
+  const char* name;  // top's column
+};
+constexpr VerdictRow kVerdictTable[] = {
+    {.verdict = Verdict::kUnknown, .name = "no stats yet"},
+    {.verdict = Verdict::kNearlyFull, .name = "nearly full"},
+    {.verdict = Verdict::kOversized, .name = "oversized"},
+    {.verdict = Verdict::kOk, .name = "ok"},
+};
+static_assert(in_enum_order(kVerdictTable, &VerdictRow::verdict, static_cast<std::size_t>(Verdict::kOk) + 1),
+              "kVerdictTable: one row for every Verdict, in Verdict's order");
+}  // namespace
+
+const char* verdict_name(Verdict v) { return kVerdictTable[static_cast<std::size_t>(v)].name; }
 
 bool leftover_worth_telling(std::uint64_t du_bytes, std::uint64_t capacity) {
   return du_bytes >= std::max<std::uint64_t>(1 << 20, capacity / 100);

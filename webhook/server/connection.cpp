@@ -63,8 +63,7 @@ Wait Connection::read_request(std::int64_t now, Phase phase) {
       break;
     }
     if (r.status == Io::kError) {
-      if (opts_.on_tls_failure)
-        if (std::string why = transport_->failure_reason(); !why.empty()) opts_.on_tls_failure(why);
+      tell_tls_failure();
       return Wait::kClose;
     }
     if (r.status != Io::kOk) {
@@ -84,6 +83,20 @@ Wait Connection::read_request(std::int64_t now, Phase phase) {
   if (eof || (phase == Phase::kStopping && idle(now))) return Wait::kClose;
   if (!request_started_) deadline_ = now + opts_.idle_timeout_ms;
   return wait_for(blocked);
+}
+
+Wait Connection::on_error() {
+  int err = 0;
+  socklen_t len = sizeof err;
+  ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+  transport_->socket_failed(err);
+  tell_tls_failure();
+  return Wait::kClose;
+}
+
+void Connection::tell_tls_failure() const {
+  if (!opts_.on_tls_failure) return;
+  if (TlsFailure why = transport_->failure(); !why.reason.empty()) opts_.on_tls_failure(why);
 }
 
 bool Connection::handle_buffered(std::int64_t now, Phase phase) {

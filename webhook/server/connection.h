@@ -22,8 +22,8 @@ struct LoopOptions {
   std::size_t max_connections = 8192;
   int drain_timeout_ms = 5000;     // on stop(): how long in-flight requests may take
   const char* name = "http";       // worker threads are named NAME-0, NAME-1... (top -H, /proc)
-  // Called with the reason when a client's TLS handshake fails (for the log and metrics); may be empty.
-  std::function<void(const std::string& reason)> on_tls_failure{};
+  // Called when a client's TLS handshake fails, with why (for the log and metrics); may be empty.
+  std::function<void(const TlsFailure& why)> on_tls_failure{};
 };
 
 using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
@@ -50,8 +50,11 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // The socket is ready (or woke up with an error): go as far as possible without blocking.
+  // The socket is ready: go as far as possible without blocking.
   Wait on_ready(std::int64_t now_ms, Phase phase);
+  // The socket reported an error (EPOLLERR: the peer's reset, mostly): told as a failed handshake
+  // when it came during one; the connection is to be closed.
+  Wait on_error();
 
   int fd() const { return fd_; }
   bool expired(std::int64_t now_ms) const { return now_ms > deadline_; }
@@ -69,6 +72,7 @@ class Connection {
   Wait write_response(std::int64_t now);
   Wait linger();
   void respond(const HttpResponse& res, bool close, std::int64_t now);
+  void tell_tls_failure() const;  // the transport's failure, if a handshake's, to on_tls_failure
   // True when a whole request (or a refused one) is buffered and answered.
   bool handle_buffered(std::int64_t now, Phase phase);
 

@@ -123,7 +123,7 @@ void EventLoopServer::serve(Slot& slot, std::uint32_t gen, std::uint32_t events,
   for (;;) {
     Connection& c = *slot.conn;
     const Phase phase = stopping_.load() ? Phase::kStopping : closing_.load() ? Phase::kClosing : Phase::kServing;
-    const Wait w = (events & EPOLLERR) && !c.lingering() ? Wait::kClose : c.on_ready(now, phase);
+    const Wait w = (events & EPOLLERR) && !c.lingering() ? c.on_error() : c.on_ready(now, phase);
     if (w == Wait::kClose) return close(slot);
     slot.interest = w == Wait::kWrite ? EPOLLOUT : EPOLLIN;
     epoll_event e{};

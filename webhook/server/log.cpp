@@ -8,8 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <iterator>
 #include <mutex>
 #include <string>
+
+#include "base/enum_table.h"
 
 namespace shmguard::server {
 namespace {
@@ -30,10 +33,21 @@ std::string timestamp() {
 }
 
 // By Level: the one place a level's name is written.
-constexpr const char* kLevelNames[] = {"debug", "info", "warn", "error"};
-constexpr std::size_t kLevelCount = sizeof kLevelNames / sizeof kLevelNames[0];
+struct LevelRow {
+  Level level;
+  const char* name;  // the line's "level", --log-level's value
+};
+constexpr LevelRow kLevelTable[] = {
+    {.level = Level::kDebug, .name = "debug"},
+    {.level = Level::kInfo, .name = "info"},
+    {.level = Level::kWarn, .name = "warn"},
+    {.level = Level::kError, .name = "error"},
+};
+constexpr std::size_t kLevelCount = std::size(kLevelTable);
+static_assert(in_enum_order(kLevelTable, &LevelRow::level, static_cast<std::size_t>(Level::kError) + 1),
+              "kLevelTable: one row for every Level, in Level's order");
 
-const char* name(Level l) { return kLevelNames[static_cast<std::size_t>(l)]; }
+const char* name(Level l) { return kLevelTable[static_cast<std::size_t>(l)].name; }
 
 void write_line(std::string& text) {
   text += '\n';
@@ -101,15 +115,15 @@ void append_quoted(std::string& out, std::string_view s) {
 void set_log_level(Level level) { g_level = static_cast<int>(level); }
 
 std::optional<Level> parse_log_level(std::string_view text) {
-  for (std::size_t i = 0; i < kLevelCount; ++i)
-    if (text == kLevelNames[i]) return static_cast<Level>(i);
+  for (const auto& row : kLevelTable)
+    if (text == row.name) return row.level;
   return std::nullopt;
 }
 
 std::string log_level_names() {
   std::string out;
   for (std::size_t i = 0; i < kLevelCount; ++i)
-    out += (i == 0 ? "" : i + 1 == kLevelCount ? " or " : ", ") + std::string(kLevelNames[i]);
+    out += (i == 0 ? "" : i + 1 == kLevelCount ? " or " : ", ") + std::string(kLevelTable[i].name);
   return out;
 }
 

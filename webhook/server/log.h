@@ -7,12 +7,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/log_level.h"
+
 namespace shmguard::server {
 
-enum class Level { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+using Level = LogLevel;
 
 void set_log_level(Level level);
-// "debug", "info", "warn", "error" (kLevelNames, in Level's order); nullopt for anything else.
+// "debug", "info", "warn", "error" (kLevelTable, in Level's order); nullopt for anything else.
 std::optional<Level> parse_log_level(std::string_view text);
 std::string log_level_names();  // "debug, info, warn or error", for --help and errors
 bool log_enabled(Level level);

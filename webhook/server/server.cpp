@@ -8,9 +8,12 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "admission/response.h"
 #include "admission/review.h"
+#include "base/reason.h"
 #include "base/text.h"
 #include "server/log.h"
+#include "server/record.h"
 
 namespace shmguard::server {
 namespace {
@@ -28,6 +31,18 @@ bool json_content_type(const std::string* ct) {
   std::string lower;
   for (char c : *ct) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return trim_end(std::string_view(lower).substr(0, lower.find(';'))) == "application/json";
+}
+
+// The HTTP form of an outcome: a request refused as no review is a 4xx with the reason as text
+// (415 for its content type, else 400), anything else a 200 with the response review.
+void reply(admission::AdmissionOutcome& out, HttpResponse& res) {
+  if (out.decision == admission::Decision::kRejected) {
+    res.status = out.reason == Reason::kContentType ? 415 : 400;
+    res.body = out.error + "\n";
+    return;
+  }
+  res.content_type = "application/json";
+  res.body = std::move(out.body);
 }
 
 }  // namespace
@@ -62,13 +77,13 @@ Status WebhookServer::setup_tls() {
 }
 
 // Counted always; logged at most once a second, so a flood of bad clients cannot flood the log.
-void WebhookServer::tls_failed(const std::string& why) {
-  metrics_.tls_handshake_failure(why);
+void WebhookServer::tls_failed(const TlsFailure& why) {
+  metrics_.tls_handshake_failure(why.reason);
   const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                   std::chrono::steady_clock::now().time_since_epoch()).count();
   std::int64_t last = last_tls_log_ms_.load();
   if (now_ms - last < 1000 || !last_tls_log_ms_.compare_exchange_strong(last, now_ms)) return;
-  log(Level::kWarn, "TLS handshake failed", {{"reason", why}});
+  log(Level::kWarn, "TLS handshake failed", {{"reason", why.reason}, {"error", why.detail}});
 }
 
 void WebhookServer::setup_owner_lookup() {
@@ -111,10 +126,10 @@ Status WebhookServer::start() {
   LoopOptions lo = opts_.loop;
   if (lo.threads <= 0) lo.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   lo.name = "https";
-  lo.on_tls_failure = [this](const std::string& why) { tls_failed(why); };
+  lo.on_tls_failure = [this](const TlsFailure& why) { tls_failed(why); };
   auto reject = [this](int status) {
     metrics_.http_response(status);
-    metrics_.admission("rejected", "http-" + std::to_string(status), 0, 0);
+    count_refusal(metrics_, http_reason(status));
   };
   https_ = std::make_unique<EventLoopServer>(
       lo, ssl_ctx_, [this](const HttpRequest& q, HttpResponse& s) { handle_https(q, s); }, reject);
@@ -191,15 +206,13 @@ void WebhookServer::metrics(const HttpRequest&, HttpResponse& res) {
   res.body = metrics_.render();
 }
 
-// POST /mutate. The HTTP form of an outcome is decided here: a body that is no AdmissionReview
-// is a 400 with the reason as text, anything else a 200 with the response review.
+// POST /mutate: the review answered (admission/response.h), counted and logged (record.h).
 void WebhookServer::mutate(const HttpRequest& req, HttpResponse& res) {
   auto start = Clock::now();
   if (!json_content_type(req.header("content-type"))) {
-    res.status = 415;
-    res.body = "Content-Type must be application/json\n";
-    metrics_.admission("rejected", "content-type", 0, 0);
-    return;
+    auto out = admission::refused(Reason::kContentType, "Content-Type must be application/json");
+    count_refusal(metrics_, out.reason);
+    return reply(out, res);
   }
   auto cfg = config();
   admission::OwnerLookup lookup;
@@ -208,36 +221,8 @@ void WebhookServer::mutate(const HttpRequest& req, HttpResponse& res) {
       return owners_->lookup(ns, jobset, cfg->owner_lookup);
     };
   auto out = admission::handle_review(req.body, *cfg, lookup);
-  record(out, std::chrono::duration<double>(Clock::now() - start).count());
-  if (out.decision == admission::Decision::kRejected) {
-    res.status = 400;
-    res.body = out.error + "\n";
-  } else {
-    res.content_type = "application/json";
-    res.body = std::move(out.body);
-  }
-}
-
-void WebhookServer::record(const admission::AdmissionOutcome& out, double secs) {
-  using admission::Decision;
-  metrics_.admission(admission::decision_name(out.decision), out.reason, secs,
-                     out.decision == Decision::kInjected || out.decision == Decision::kUpdated ? out.size_bytes : 0);
-  if (!out.owner_lookup.empty()) metrics_.owner_lookup(out.owner_lookup, out.owner_cached);
-  // Injections are the audit trail (info); the many pods that are not training pods are debug.
-  Level lvl = out.decision == Decision::kError      ? Level::kError
-              : out.decision == Decision::kRejected ? Level::kWarn
-              : out.decision == Decision::kSkipped  ? Level::kDebug
-                                                    : Level::kInfo;
-  if (!log_enabled(lvl)) return;
-  LogLine line(lvl, "admission");
-  line.str("uid", out.uid).str("namespace", out.namespace_name).str("pod", out.pod);
-  line.str("decision", admission::decision_name(out.decision)).str("reason", out.reason).num("latency_ms", secs * 1000.0);
-  if (!out.size.empty()) line.str("size", out.size);
-  if (!out.procs.empty()) line.str("procs", out.procs);
-  if (!out.owner_lookup.empty()) line.str("owner_lookup", out.owner_lookup + (out.owner_cached ? " (cached)" : ""));
-  if (!out.warnings.empty()) line.list("warnings", out.warnings);
-  if (!out.error.empty()) line.str("error", out.error.substr(0, 200));
-  line.emit();
+  record_admission(metrics_, out, std::chrono::duration<double>(Clock::now() - start).count());
+  reply(out, res);
 }
 
 void WebhookServer::check_reload() {

@@ -56,7 +56,7 @@ class WebhookServer {
   std::shared_ptr<const config::Config> config() const;
   Status setup_tls();
   void setup_owner_lookup();
-  void tls_failed(const std::string& why);
+  void tls_failed(const TlsFailure& why);
   // A port's routes: the first row with the request's path and method (or HEAD, for a row that
   // answers it too) answers it; a path in no row is a 404 (`not_found`), a path with other methods
   // only a 405 ("use <method>").
@@ -74,8 +74,6 @@ class WebhookServer {
   void readyz(const HttpRequest& req, HttpResponse& res);
   void metrics(const HttpRequest& req, HttpResponse& res);
   void mutate(const HttpRequest& req, HttpResponse& res);
-  // One admission told: counted in the metrics and written to the log, side by side.
-  void record(const admission::AdmissionOutcome& out, double seconds);
 
   ServeOptions opts_;
   CertStore certs_;

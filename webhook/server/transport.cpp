@@ -6,10 +6,29 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <string>
 
 namespace shmguard::server {
 namespace {
+
+// A handshake the socket ended: errno `sys` of a failed read or write (0: the peer closed).
+TlsFailure socket_failure(int sys) {
+  if (sys == 0) return {kTlsConnectionClosed, "end of stream"};
+  if (sys == ECONNRESET || sys == EPIPE) return {kTlsConnectionReset, std::strerror(sys)};
+  return {std::strerror(sys), std::strerror(sys)};  // "Connection timed out"
+}
+
+// A handshake OpenSSL failed, `err` the first error on its queue.
+TlsFailure openssl_failure(unsigned long err) {
+  char text[256];
+  ERR_error_string_n(err, text, sizeof text);
+  if (ERR_GET_LIB(err) == ERR_LIB_SSL && ERR_GET_REASON(err) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+    return {kTlsConnectionClosed, text};
+  if (ERR_GET_LIB(err) == ERR_LIB_SYS) return {socket_failure(ERR_GET_REASON(err)).reason, text};
+  if (const char* why = ERR_reason_error_string(err)) return {why, text};
+  return {"OpenSSL error " + std::to_string(ERR_GET_REASON(err)), text};
+}
 
 class Plain final : public Transport {
  public:
@@ -68,10 +87,11 @@ class Tls final : public Transport {
  private:
   // What an SSL_read/SSL_write result of `n` <= 0 means; `on_close` for a clean close_notify.
   Io status(int n, Io on_close) {
+    const int sys = n < 0 ? errno : 0;  // before anything else can change it
     int e = SSL_get_error(ssl_, n);
     if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_ZERO_RETURN &&
         !SSL_is_init_finished(ssl_))
-      failure_ = handshake_failure(e);
+      failure_ = handshake_failure(e, sys);
     ERR_clear_error();  // the thread's error queue must not leak into the next connection
     switch (e) {
       case SSL_ERROR_WANT_READ: return Io::kWantRead;
@@ -81,19 +101,21 @@ class Tls final : public Transport {
     }
   }
 
-  static std::string handshake_failure(int e) {
-    if (unsigned long err = ERR_peek_error(); err != 0) {
-      if (const char* why = ERR_reason_error_string(err)) return why;
-      return "OpenSSL error " + std::to_string(ERR_GET_REASON(err));
-    }
-    return e == SSL_ERROR_SYSCALL ? "connection closed during the handshake" : "handshake error " + std::to_string(e);
+  static TlsFailure handshake_failure(int e, int sys) {
+    if (unsigned long err = ERR_peek_error(); err != 0) return openssl_failure(err);
+    if (e == SSL_ERROR_SYSCALL) return socket_failure(sys);
+    return {"handshake error " + std::to_string(e), "SSL_get_error " + std::to_string(e)};
   }
 
-  std::string failure_reason() const override { return failure_; }
+  void socket_failed(int err) override {
+    if (!SSL_is_init_finished(ssl_) && failure_.reason.empty()) failure_ = socket_failure(err ? err : ECONNRESET);
+  }
+
+  TlsFailure failure() const override { return failure_; }
 
   SSL* ssl_;
   int fd_;
-  std::string failure_;
+  TlsFailure failure_;
 };
 
 }  // namespace

@@ -24,6 +24,19 @@ struct IoResult {
   std::size_t bytes = 0;
 };
 
+// Why a client's TLS handshake failed. `reason` is the metric's label, a closed set: the peer's
+// reset ("connection reset") or close ("connection closed": OpenSSL 3's "unexpected eof while
+// reading") before the handshake was done, else OpenSSL's reason ("wrong version number",
+// "http request", "tlsv1 alert unknown ca": the client does not trust our certificate).
+// `detail` is for the log: OpenSSL's whole error string (ERR_error_string_n, with its code) or
+// the system's words for a socket error.
+struct TlsFailure {
+  std::string reason;
+  std::string detail;
+};
+inline constexpr const char* kTlsConnectionReset = "connection reset";
+inline constexpr const char* kTlsConnectionClosed = "connection closed";
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -33,9 +46,12 @@ class Transport {
   virtual bool buffered() const { return false; }
   // Ends our direction: a TLS close_notify, then a TCP half-close. The socket stays readable.
   virtual void shutdown_write() = 0;
-  // After kError: why a TLS handshake failed, in OpenSSL's words ("http request", "tlsv1 alert
-  // unknown ca": the client does not trust our certificate); "" when the failure was no handshake's.
-  virtual std::string failure_reason() const { return ""; }
+  // The socket itself failed with `err` (SO_ERROR, when epoll reports EPOLLERR): during a TLS
+  // handshake, a failed handshake, which failure() then tells.
+  virtual void socket_failed(int /*err*/) {}
+  // After kError or socket_failed(): why a TLS handshake failed; an empty reason when the failure
+  // was no handshake's (plain transport, or after the handshake).
+  virtual TlsFailure failure() const { return {}; }
 };
 
 // `fd` stays owned by the caller.
