@@ -1,5 +1,5 @@
-// shmguard configuration: an immutable struct with README's defaults, read from a YAML file with
-// yaml-cpp (the server re-reads it when the file changes and swaps in a new one).
+// shmguard configuration: an immutable struct with the defaults of docs/webhook.md "Configuration",
+// read from a YAML file with yaml-cpp (the server re-reads it when the file changes and swaps in a new one).
 #pragma once
 
 #include <cstdint>
@@ -59,7 +59,7 @@ struct InferenceConfig {
   std::uint64_t size = 2 * sizing::kGi;
 };
 
-// The webhook's owner lookup (README "Kubeflow Trainer"): a pod of a JobSet that carries no
+// The webhook's owner lookup (docs/operators.md "Kubeflow Trainer"): a pod of a JobSet that carries no
 // shmguard.io/ annotation is sized from its JobSet's (a TrainJob's spec.annotations land there).
 // Needs the API server (in a cluster: the service account, `get` on jobsets); each lookup waits at
 // most timeoutMs, and its answer is kept cacheSeconds.

@@ -1,6 +1,6 @@
-// Every shmguard.io/ annotation, declared once (README "Annotations"): its key, what its value is,
+// Every shmguard.io/ annotation, declared once (docs/sizing.md "Annotations"): its key, what its value is,
 // whether it drives the size, and its help text. The readers in inject.cpp, the unknown-key and
-// "did you mean" check in recognize.cpp, rule 3 of recognition, `shmguard --help` and a README
+// "did you mean" check in recognize.cpp, rule 3 of recognition, `shmguard --help` and a docs/sizing.md
 // test all read this table, so a new annotation is one row here plus its use in the formula.
 #pragma once
 
@@ -36,7 +36,7 @@ struct AnnotationSpec {
   std::string_view example;
 };
 
-// In README order.
+// In docs/sizing.md order.
 const std::vector<AnnotationSpec>& annotation_table();
 
 // The row for `key`, or null for a key shmguard does not know.

@@ -239,7 +239,7 @@ sizing::SizingInput read_sizing(const json* ann, const json& spec, const PodFact
   in.explicit_size = a[kSizeKey];
   in.memory_limit = facts.memory_limit;
   if (!in.explicit_size) read_command_flags(spec, sel, in, r);
-  // An explicit size needs no procs. The default names them in its sizing text (README "Where procs
+  // An explicit size needs no procs. The default names them in its sizing text (docs/sizing.md "Where procs
   // comes from"); only the formula and the samples-in-flight hint use them, so only then is a
   // doubt about them worth a warning.
   if (in.explicit_size) return in;

@@ -1,5 +1,5 @@
 // How many processes in a pod run their own DataLoader: what torchrun will start, read from the
-// places real jobs say it (README "Where procs comes from"). Pure: pod spec in, a count, its
+// places real jobs say it (docs/sizing.md "Where procs comes from"). Pure: pod spec in, a count, its
 // source and warnings out.
 #pragma once
 

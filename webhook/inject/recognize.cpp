@@ -84,7 +84,7 @@ std::string recognition_help(const config::SelectionConfig& cfg) {
     for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
     return out;
   };
-  return "Training pods, besides the annotations (config selection.*; README \"What shmguard does to a pod\"):\n"
+  return "Training pods, besides the annotations (config selection.*; docs/sizing.md \"What shmguard does to a pod\"):\n"
          "  labels (labelKeys)     " + list(cfg.label_keys) + "\n"
          "  images (imageGlobs)    " + list(cfg.image_globs) + "\n"
          "  commands (commands)    " + list(cfg.commands) + ";\n"

@@ -1,4 +1,4 @@
-// Training-pod recognition: the ordered rules of README "What shmguard does to a pod" as a pure predicate over pod JSON.
+// Training-pod recognition: the ordered rules of docs/sizing.md "What shmguard does to a pod" as a pure predicate over pod JSON.
 #pragma once
 
 #include <nlohmann/json.hpp>

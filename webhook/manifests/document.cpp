@@ -325,7 +325,7 @@ Status DocumentWorker::write_changed(const Place& at, DocumentOutcome& out) {
       set_text(out, std::move(*edit), &check_doc_);
       return Ok{};
     }
-    // Re-emitting loses comments and layout: only when asked (README "mutate").
+    // Re-emitting loses comments and layout: only when asked (docs/cli.md "mutate").
     const bool anchor = edit.kind<EditFailure>() == EditFailure::kAnchorConflict;
     if (!opts_.allow_reformat) {
       if (anchor)

@@ -1,4 +1,4 @@
-// Whether a running pod has the /dev/shm shmguard would give it, and if not why (README "Pods
+// Whether a running pod has the /dev/shm shmguard would give it, and if not why (docs/monitoring.md "Pods
 // shmguard missed"). The engine judges the pod as it runs now, exactly as the webhook would judge
 // it at creation: a training pod it would still inject is one the webhook never answered for. The
 // reason comes from the MutatingWebhookConfiguration the API server uses (when it was made, its

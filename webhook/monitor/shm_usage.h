@@ -1,4 +1,4 @@
-// How full each running pod's /dev/shm is, from what the API server and the kubelets say (README
+// How full each running pod's /dev/shm is, from what the API server and the kubelets say (docs/monitoring.md
 // "Is /dev/shm the right size?"). Pure: the pod list and each node's Summary API JSON in, one
 // record per pod out. Used = capacityBytes - availableBytes (statfs of the tmpfs): the kubelet's
 // usedBytes is a `du` walk, and PyTorch unlinks each segment as soon as it is made, so usedBytes
@@ -95,7 +95,7 @@ enum class Verdict { kUnknown, kNearlyFull, kOversized, kOk };
 const char* verdict_name(Verdict v);  // "no stats yet", "nearly full", "oversized", "ok"
 
 // The most seen of `used` and `peak` at 90% of the mounted size or above (false without stats):
-// the one rule for top's verdict, the monitor's Event and README's alert.
+// the one rule for top's verdict, the monitor's Event and docs/monitoring.md's alert.
 bool nearly_full(const PodShm& p);
 
 // Nearly full, as above. A mounted

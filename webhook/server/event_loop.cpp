@@ -3,7 +3,7 @@
 // waiting, and no connection stays with a thread. A worker that the kernel deschedules holds up
 // the one request it is working on, not every connection it once accepted: at 4 keep-alive
 // connections on 2 cores, pinning connections to the worker that accepted them gave p99 of 30-90
-// ms in the runs where the connections were split over both workers (README "Performance").
+// ms in the runs where the connections were split over both workers (docs/performance.md).
 //
 // Connections live in a fixed table of slots. A slot's word holds its generation and state:
 // free, armed (epoll may report it) or busy (one thread holds it). The thread that moves a slot

@@ -1,4 +1,4 @@
-// The webhook's owner lookup (README "Kubeflow Trainer"): the shmguard.io/ annotations of the
+// The webhook's owner lookup (docs/operators.md "Kubeflow Trainer"): the shmguard.io/ annotations of the
 // JobSet a pod belongs to, for pods that carry none of their own. A TrainJob's spec.annotations
 // reach its JobSet and stop there, so this is where a TrainJob user's hints are read.
 //

@@ -1,4 +1,4 @@
-// The sizing formula (see formula.h and README "How the size is computed").
+// The sizing formula (see formula.h and docs/sizing.md "How the size is computed").
 #include "sizing/formula.h"
 
 #include <algorithm>
@@ -223,7 +223,7 @@ void describe_default(SizingResult& r, const SizingInput& in, const Params& cfg)
                   (missing.size() == 1 ? " annotation" : " annotations") + "; default " +
                   format_quantity(cfg.default_size);
   if (r.bound == Bound::kMemoryLimit) r.explanation += " capped at the pod memory limit " + format_quantity(r.bytes);
-  // The default does not depend on procs, but the reader still learns what was found (README
+  // The default does not depend on procs, but the reader still learns what was found (docs/sizing.md
   // "Where procs comes from": the sizing text always says it).
   r.explanation += "; " + procs_clause(r.procs, in);
   if (r.in_flight) r.warnings.push_back(in_flight_warning(*r.in_flight, in, r.procs, r.bytes));

@@ -1,4 +1,4 @@
-// The /dev/shm sizing formula of README "How the size is computed": DataLoader parameters -> sizeLimit, with the arithmetic.
+// The /dev/shm sizing formula of docs/sizing.md "How the size is computed": DataLoader parameters -> sizeLimit, with the arithmetic.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace shmguard::sizing {
 
-// The formula's parameters (README "How the size is computed"); the config file sets them.
+// The formula's parameters (docs/sizing.md "How the size is computed"); the config file sets them.
 struct Params {
   std::uint64_t prefetch_factor = 2;
   std::uint32_t headroom_milli = 1500;  // headroom x1000, kept integral so sizes are exact
@@ -60,7 +60,7 @@ enum class SizeSource { kFormula, kExplicit, kDefault, kInference };
 // Why `bytes` differs from what was asked for.
 enum class Bound { kNone, kMin, kMax, kMemoryLimit, kSaturated };
 
-// The formula's terms (README "How the size is computed"), in saturating 62-bit integers.
+// The formula's terms (docs/sizing.md "How the size is computed"), in saturating 62-bit integers.
 struct FormulaTerms {
   std::uint64_t prefetch = 0;  // the annotation's, else the config's
   std::uint64_t batch = 0;     // batch x sample bytes
