@@ -3,34 +3,15 @@
 #include "server/log.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <string>
+
+#include "../stderr_capture.h"
 
 using namespace shmguard;
 using nlohmann::json;
 
-namespace {
-
-// What `fn` writes on stderr (the logger writes to file descriptor 2 itself).
-template <typename Fn>
-std::string stderr_of(Fn fn) {
-  std::FILE* tmp = std::tmpfile();
-  const int saved = ::dup(2);
-  ::dup2(::fileno(tmp), 2);
-  fn();
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::string out;
-  std::rewind(tmp);
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, tmp)) > 0;) out.append(buf, n);
-  std::fclose(tmp);
-  return out;
-}
-
-}  // namespace
+using test::stderr_of;
 
 TEST(Log, InvalidUtf8BecomesTheReplacementCharacterAndTheLineParses) {
   // A lone continuation byte, a truncated 3-byte sequence, an overlong '/', a surrogate, valid é.

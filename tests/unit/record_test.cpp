@@ -4,13 +4,12 @@
 #include "server/record.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
+#include "../stderr_capture.h"
 #include "../test_util.h"
 #include "server/log.h"
 
@@ -20,22 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-// What `fn` writes on stderr (the logger writes to file descriptor 2 itself).
-template <typename Fn>
-std::string stderr_of(Fn fn) {
-  std::FILE* tmp = std::tmpfile();
-  const int saved = ::dup(2);
-  ::dup2(::fileno(tmp), 2);
-  fn();
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::string out;
-  std::rewind(tmp);
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, tmp)) > 0;) out.append(buf, n);
-  std::fclose(tmp);
-  return out;
-}
+using test::stderr_of;
 
 inject::InjectResult throws_std(const json&, const config::Config&, const inject::InjectOptions&) {
   throw std::runtime_error("engine broke");
