@@ -5,7 +5,6 @@ checked to be exactly what hack/gen-deploy.sh generates from the chart."""
 import base64
 import copy
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -16,11 +15,12 @@ import jsonschema
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
+from pylib.paths import BIN, HACK, SRC as ROOT
+
+# hack/helm_render.py is hack/gen_deploy.py's renderer (a script of hack/, not a test helper).
+sys.path.insert(0, str(HACK))
 from helm_render import CHART, RenderError, render, renderer  # noqa: E402
 
-BIN = os.environ.get("SHMGUARD_BIN", str(ROOT / "build" / "shmguard"))
 NS = "ml-system"
 TOOL, WHY = renderer()
 pytestmark = pytest.mark.skipif(TOOL is None, reason=WHY or "")

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN
+from pylib.paths import BIN
 
 POD = """apiVersion: v1
 kind: Pod

@@ -12,36 +12,19 @@ No `--wait` (nothing becomes ready without a kubelet); hooks that are Pods are s
 `--no-hooks` (the test pod is checked by rendering in tests/chart and run here by hand).
 """
 import json
-import os
 import shutil
-import subprocess
 import time
-import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import BIN, SRC
+from pylib.cluster import IMAGE, docker, endpoints_for, files_from, wait_ready
+from pylib.paths import SRC
 
-
-def endpoints_for(cluster, ns, ip):
-    """The chart's Service backed by `ip`, as the controllers would write it with no
-    controller-manager running: the Endpoints (what `kubectl get endpoints` shows) and the
-    EndpointSlice, which the API server's webhook service resolver reads on 1.37."""
-    ports = [{"name": "https", "port": 8443}, {"name": "metrics", "port": 9090}]
-    cluster.apply({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "shmguard", "namespace": ns},
-                   "subsets": [{"addresses": [{"ip": ip}], "ports": ports}]})
-    cluster.apply({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                   "metadata": {"name": "shmguard-test", "namespace": ns,
-                                "labels": {"kubernetes.io/service-name": "shmguard"}},
-                   "addressType": "IPv4", "endpoints": [{"addresses": [ip], "conditions": {"ready": True}}],
-                   "ports": [dict(p, protocol="TCP") for p in ports]})
 
 CHART = SRC / "charts" / "shmguard"
 CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
-IMAGE = os.environ.get("SHMGUARD_IMAGE", "")
 MI = 1 << 20
 
 
@@ -94,25 +77,6 @@ def test_helm_install_is_accepted(cluster, stub_crds, values_file):
         cluster.helm("uninstall", "shmguard", "-n", ns, check=False)
 
 
-def docker(*args, check=True, timeout=120):
-    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-    if check and r.returncode != 0:
-        raise AssertionError(f"docker {' '.join(args)}: {r.stderr}")
-    return r
-
-
-def wait_ready(ip, port, deadline_s=20):
-    t0 = time.time()
-    while time.time() - t0 < deadline_s:
-        try:
-            with urllib.request.urlopen(f"http://{ip}:{port}/readyz", timeout=1) as resp:
-                if resp.status == 200:
-                    return time.time() - t0
-        except OSError:
-            time.sleep(0.02)
-    raise AssertionError(f"the webhook at {ip}:{port} never became ready")
-
-
 def test_two_releases_in_two_namespaces_coexist(cluster):
     """The MutatingWebhookConfiguration is cluster-scoped: one per release, named for its namespace."""
     try:
@@ -137,23 +101,6 @@ def release(cluster):
                  "--set", "image.repository=shmguard,image.tag=dev")
     yield ns
     cluster.helm("uninstall", "shmguard", "-n", ns, check=False)
-
-
-def files_from(cluster, ns, tmp_path):
-    """The chart's Secret and ConfigMap as a kubelet would project them into the pod."""
-    secret = cluster.get("secret", "shmguard-tls", "-n", ns)
-    tls = tmp_path / "tls"
-    tls.mkdir()
-    import base64
-    for k, v in secret["data"].items():
-        (tls / k).write_bytes(base64.b64decode(v))
-        os.chmod(tls / k, 0o644)  # a Secret volume's default mode
-    cfg = tmp_path / "config"
-    cfg.mkdir()
-    for k, v in cluster.get("configmap", "shmguard", "-n", ns)["data"].items():
-        (cfg / k).write_text(v)
-    os.chmod(tmp_path, 0o755)
-    return tls, cfg
 
 
 @pytest.mark.skipif(not IMAGE or not shutil.which("docker"), reason="no image (hack/test.sh builds it into SHMGUARD_IMAGE)")

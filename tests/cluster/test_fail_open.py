@@ -11,7 +11,8 @@ import time
 import pytest
 import yaml
 
-from conftest import SRC, serve, webhook_config
+from pylib.cluster import serve, webhook_config
+from pylib.paths import SRC
 
 CHART = SRC / "charts" / "shmguard"
 

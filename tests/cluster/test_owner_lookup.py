@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import BIN, SRC, Server, decode_patch, review, webhook_config
-from test_webhook_url import wait_until_called
+from pylib.cluster import webhook_config
+from pylib.paths import BIN, SRC
+from pylib.webhook import Server, decode_patch, review
+from pylib.cluster import wait_until_called
 
 JOBSET = "sigs.k8s.io/jobset@v0.8.2"
 NAME = "ol"                    # the Helm release whose ServiceAccount and ClusterRole are used

@@ -8,18 +8,14 @@ earlier tests' leftovers (no namespace controller here) cannot hide a wrong step
 import re
 import shutil
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import HACK, SRC
-from test_chart_install import IMAGE, docker, endpoints_for, files_from, wait_ready
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from readme_blocks import commands, section  # noqa: E402
+from pylib.paths import HACK, SRC
+from pylib.cluster import IMAGE, docker, endpoints_for, files_from, wait_ready
+from pylib.readme_blocks import commands, section
 
 EXTRA = " --set image.repository=shmguard,image.tag=dev --no-hooks"
 

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from conftest import BIN, serve, webhook_config
+from pylib.cluster import serve, webhook_config
+from pylib.paths import BIN
 
 SA = "install-check"
 

@@ -16,7 +16,8 @@ import pytest
 import yaml
 from pathlib import Path
 
-from conftest import BIN, SRC as BIN_SRC
+from pylib.cluster import sa_kubeconfig
+from pylib.paths import BIN, SRC as BIN_SRC
 
 LINK, ADDR = "shmguard-fk0", "10.213.9.1"  # the project's own address range (hack/node uses 10.213.0.0/24)
 MiB, GiB = 1 << 20, 1 << 30
@@ -136,41 +137,6 @@ def test_top_table_names_owner_bar_and_suggestion(cluster, fleet):
     assert "2Gi" in half and "589904Ki" in half and "[#####..............." in half and "28.1%" in half and half.endswith("ok")
     assert f"suggestion: Job/job-full (namespace {fleet}): shmguard.io/size: 2919Mi" in lines
     assert f"suggestion: Job/job-idle (namespace {fleet}): shmguard.io/size: 1Gi" in lines
-
-
-def sa_kubeconfig(cluster, tmp_path, fleet, node_proxy, exec_plugin=False):
-    """A kubeconfig for a service account that may list pods in `fleet` only (and, with `node_proxy`,
-    get nodes/proxy), by token or by an exec plugin."""
-    cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "viewer", "namespace": fleet}})
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                   "metadata": {"name": "list-pods", "namespace": fleet},
-                   "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]})
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                   "metadata": {"name": "list-pods", "namespace": fleet},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "list-pods"},
-                   "subjects": [{"kind": "ServiceAccount", "name": "viewer", "namespace": fleet}]})
-    cluster.kubectl("delete", "clusterrolebinding", "shmguard-top-test", "--ignore-not-found")
-    if node_proxy:
-        cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                       "metadata": {"name": "shmguard-top-test"},
-                       "rules": [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]})
-        cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                       "metadata": {"name": "shmguard-top-test"},
-                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "shmguard-top-test"},
-                       "subjects": [{"kind": "ServiceAccount", "name": "viewer", "namespace": fleet}]})
-    token = cluster.kubectl("create", "token", "viewer", "-n", fleet).stdout.strip()
-    admin = yaml.safe_load(open(cluster.env["KUBECONFIG"]))
-    user = {"token": token}
-    if exec_plugin:
-        plugin = tmp_path / "cred.sh"
-        cred = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}
-        plugin.write_text("#!/bin/sh\n[ -n \"$KUBERNETES_EXEC_INFO\" ] || exit 3\ncat <<'EOF'\n" + json.dumps(cred) + "\nEOF\n")
-        plugin.chmod(0o755)
-        user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}}
-    cfg = dict(admin, users=[{"name": "admin", "user": user}])
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
 
 
 def test_a_user_without_the_node_proxy_is_told_which_permission_is_missing(cluster, fleet, tmp_path):
@@ -306,7 +272,6 @@ def test_the_monitors_service_account_can_read_stats_and_write_events_and_nothin
     for o in objs:
         cluster.kubectl("delete", o["kind"].lower(), o["metadata"]["name"], *(["-n", ns] if o["kind"] == "ServiceAccount" else []),
                         check=False)
-
 
 
 def monitor_once(cluster, *args, env=None):

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import BIN, url_certs, webhook_config  # noqa: F401 (url_certs: a fixture)
+from pylib.cluster import webhook_config
+from pylib.paths import BIN
 
 HOOK = "unprotected"
 HINTS = {"shmguard.io/batch-size": "48", "shmguard.io/num-workers": "6", "shmguard.io/sample-size": "768Ki"}

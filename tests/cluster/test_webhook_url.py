@@ -9,18 +9,16 @@
 - The PyTorch proof through the API server: the stored sizeLimit lets a real DataLoader finish.
 """
 import json
-import re
 import ssl
-import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import SRC, serve, webhook_config
+from pylib.cluster import probe_pod, serve, wait_until_called, webhook_config
+from pylib.paths import SRC
 
 GOLDEN = SRC / "tests" / "golden"
 # Golden inputs the API server itself refuses before any webhook sees them, and why.
@@ -86,23 +84,6 @@ def url_webhook(cluster, url_certs):
     yield server
     server.stop()
     cluster.kubectl("delete", "mutatingwebhookconfiguration", "url", "--ignore-not-found")
-
-
-def probe_pod(name="probe"):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"shmguard.io/inject": "true"}},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
-
-
-def wait_until_called(cluster, ns, want=True, deadline_s=30):
-    """The API server picks up webhook configurations asynchronously: poll with server dry runs."""
-    deadline = time.time() + deadline_s
-    while time.time() < deadline:
-        r = cluster.kubectl("create", "--dry-run=server", "-n", ns, "-o", "json", "-f", "-",
-                            stdin=json.dumps(probe_pod()), check=False)
-        if r.returncode == 0 and ("shmguard-dshm" in r.stdout) == want:
-            return
-        time.sleep(0.2)
-    raise AssertionError("the API server never called the webhook as expected")
 
 
 def test_golden_pods_through_the_api_server(cluster, url_webhook):
@@ -243,7 +224,7 @@ def test_dry_run_server_shows_the_mutated_pod(cluster, url_webhook):
 
 
 def test_pytorch_proof_through_the_api_server(cluster, url_webhook):
-    import test_pytorch as proof  # the e2e proof's workload runner (private /dev/shm, real DataLoader)
+    from pylib import pytorch as proof  # the e2e proof's workload runner (private /dev/shm, real DataLoader)
     if proof.SKIP:
         pytest.skip(proof.SKIP)
     ns = cluster.namespace("pytorch", {"shmguard-test": "url"})

@@ -15,16 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import BIN, SRC, Server, review, training_pod
+from pylib.cli import run
+from pylib.paths import BIN, SRC
+from pylib.webhook import Server, review, training_pod
 
 EXAMPLES = SRC / "examples"
 FN = SRC / "tests" / "golden" / "fn"
 TESTBIN = os.environ.get("SHMGUARD_TESTBIN", "")
-
-
-def run(*args, stdin=None, cwd=None, env=None, binary=BIN):
-    return subprocess.run([binary, *args], input=stdin, capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env=env)
 
 
 def tool(name):

@@ -3,20 +3,16 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import BIN, SRC
+from pylib.cli import run
+from pylib.paths import BIN, SRC
 
 CORPUS = SRC.parent / "shared" / "corpus"
 EXAMPLES = SRC / "examples"
-
-
-def run(*args, stdin=None):
-    return subprocess.run([BIN, *args], input=stdin, capture_output=True, text=True, timeout=60)
 
 
 def test_version():
@@ -202,8 +198,7 @@ def test_cmake_install_puts_both_names_on_path(tmp_path):
 def test_annotation_table_readme_and_help_agree():
     """One table of annotations (webhook/inject/annotations.cpp): `shmguard --help` prints it, and
     the "Annotations" table of docs/sizing.md must say the same, row for row."""
-    sys.path.insert(0, str(SRC / "tests"))
-    from readme_blocks import section
+    from pylib.readme_blocks import section
     r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
     lines = r.stdout.split("Pod annotations (on a workload's pod template):\n", 1)[1].splitlines()
     from_help = {}

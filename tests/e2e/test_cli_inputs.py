@@ -4,15 +4,10 @@ check's invalid-file errors that name --skip-invalid."""
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
-from conftest import BIN
-
-
-def run(*args, cwd=None, stdin=None):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60, cwd=cwd, input=stdin)
+from pylib.cli import run
 
 
 def pod(name):

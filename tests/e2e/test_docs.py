@@ -3,15 +3,11 @@ link in README.md and docs/*.md reaches a file, and every `#anchor` a heading of
 GitHub makes anchors of headings). And the sections that the cluster and node tests run as written
 exist, with the commands they run, so that moving a step fails here and not only on a cluster."""
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import SRC
-
-sys.path.insert(0, str(SRC / "tests"))
-from readme_blocks import commands, section  # noqa: E402
+from pylib.paths import SRC
+from pylib.readme_blocks import commands, section
 
 README = SRC / "README.md"
 DOCS = sorted((SRC / "docs").glob("*.md"))
@@ -91,7 +87,7 @@ def test_slugs_are_githubs():
 def test_the_install_steps_the_cluster_and_node_tests_run_exist():
     cmds = commands(section("Install with Helm"))
     install = "helm install shmguard charts/shmguard --namespace shmguard --create-namespace"
-    assert install in cmds  # tests/node/conftest.py, tests/cluster/test_readme.py
+    assert install in cmds  # tests/pylib/node.py, tests/cluster/test_readme.py
     i = cmds.index("kubectl create namespace shmguard")  # the existingSecret recipe, in order
     assert "create secret tls shmguard-serving-cert" in cmds[i + 1] and cmds[i + 2].startswith("helm install")
     verify = re.findall(r"```sh\n.*?```", section("Install with Helm"), re.S)

@@ -8,11 +8,10 @@ rewrites golden.txt."""
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import BIN, SRC
+from pylib.paths import BIN, SRC
 
 CASES = SRC / "tests" / "golden" / "errors"
 NAMES = sorted(p.name for p in CASES.iterdir() if p.is_dir())

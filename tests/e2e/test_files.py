@@ -14,17 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import BIN, SRC
+from pylib.cli import run
+from pylib.paths import BIN, SRC
 
 EXAMPLE = SRC / "examples" / "pytorchjob-resnet.yaml"
 ROOT = os.geteuid() == 0
-
-
-def run(*args, user=None, cwd=None):
-    cmd = [BIN, *args]
-    if user:
-        cmd = ["setpriv", "--reuid", user, "--regid", "nogroup", "--clear-groups", *cmd]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
 needs_root = pytest.mark.skipif(not ROOT or not shutil.which("setpriv"),

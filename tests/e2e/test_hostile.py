@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from conftest import BIN, SANITIZED, SERVICE_DNS, review, slow_header_clients, training_pod, worst_live_admission
+from pylib.cli import run
+from pylib.paths import SANITIZED
+from pylib.webhook import SERVICE_DNS, review, slow_header_clients, training_pod, worst_live_admission
 
 
 def rss_kb(pid):
@@ -210,10 +212,12 @@ def test_many_new_connections(server):
 
 # ---- the offline reader ----
 
-def run(args, stdin):
-    """The CLI on `stdin`; a run may take as long as the tests' own bounds allow (5x under sanitizers)."""
+
+def timed(args, stdin):
+    """The CLI on `stdin` and how long it took; a run may take as long as the tests' own bounds allow
+    (5x under sanitizers)."""
     t = time.time()
-    r = subprocess.run([BIN] + args, input=stdin, capture_output=True, timeout=300 if SANITIZED else 60)
+    r = run(*args, stdin=stdin, text=False, timeout=300 if SANITIZED else 60)
     return r, time.time() - t
 
 
@@ -226,7 +230,7 @@ def test_alias_bomb_is_refused_quickly():
     doc = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n" +
            "\n".join("  " + l for l in lines) + "\n").encode()
     for cmd in (["mutate", "-f", "-"], ["check", "-f", "-"]):
-        r, secs = run(cmd, doc)
+        r, secs = timed(cmd, doc)
         assert r.returncode == 2 and r.stdout == b"", r.stdout[:200]
         assert b"too many nodes" in r.stderr
         assert secs < (60 if SANITIZED else 10)
@@ -236,7 +240,7 @@ def test_alias_bomb_is_refused_quickly():
                                      b"\x00" * 1000, b"a: b\n\tc: d\n", b"- [" * 5000],
                          ids=["binary", "invalid-utf8", "nul-bytes", "tab-indent", "deep-flow"])
 def test_garbage_manifests(payload):
-    r, secs = run(["mutate", "-f", "-"], payload)
+    r, secs = timed(["mutate", "-f", "-"], payload)
     assert r.returncode == 2 and r.stdout == b"" and b"<stdin>" in r.stderr
     assert secs < (60 if SANITIZED else 10)
 
@@ -245,7 +249,7 @@ def test_huge_document_is_bounded():
     # One 30 MB document with 200,000 containers: handled, in bounded time.
     containers = "".join(f"  - name: c{i}\n    image: pytorch/pytorch\n" for i in range(200000))
     doc = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: big\nspec:\n  containers:\n" + containers).encode()
-    r, secs = run(["check", "-f", "-"], doc)
+    r, secs = timed(["check", "-f", "-"], doc)
     assert r.returncode == 1, r.stderr[-300:]
     assert b"would inject" in r.stdout
     assert secs < (300 if SANITIZED else 30)

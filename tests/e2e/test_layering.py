@@ -2,9 +2,8 @@
 itself and the modules below it. CMake gives every module `webhook/` as its include root, so an
 upward include of a header-only file would still build; this test is what refuses it."""
 import re
-from pathlib import Path
 
-from conftest import SRC
+from pylib.paths import SRC
 
 WEBHOOK = SRC / "webhook"
 # module -> the modules it may include (besides itself). Bottom-up.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, SRC
+from pylib.paths import BIN, SRC
 
 FLEET = SRC / "hack" / "bench" / "fake_fleet.py"
 

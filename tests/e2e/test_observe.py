@@ -7,20 +7,18 @@ import json
 import os
 import shutil
 import subprocess
-from pathlib import Path
+from functools import partial
 
 import pytest
 
-from conftest import BIN
+from pylib import cli
+from pylib.paths import BIN
+from pylib.pytorch import PYTHON, WORKLOAD
 
-HERE = Path(__file__).resolve().parent
-WORKLOAD = HERE / "dataloader_workload.py"
-PYTHON = "/usr/bin/python3"
 MI = 1 << 20
 
 
-def run(*args, timeout=300, **kw):
-    return subprocess.run([BIN, "observe", *args], capture_output=True, text=True, timeout=timeout, **kw)
+run = partial(cli.run, "observe", timeout=300)  # `shmguard observe ARGS`
 
 
 def torch_ok():

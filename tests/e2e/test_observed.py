@@ -6,12 +6,12 @@ same check then passes; an owner in two files is edited in both; an owner with n
 named and fails nothing."""
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import BIN, SRC
+from pylib.cli import git, run
+from pylib.paths import SRC
 
 CORPUS = SRC / "tests" / "corpus"
 MI, GI = 1 << 20, 1 << 30
@@ -21,14 +21,6 @@ DDP = CORPUS / "kubeflow__training-operator" / "examples__pytorch__cpu-demo__dem
 VLLM = CORPUS / "vllm-project__vllm" / "examples__online_serving__prometheus_grafana__k8s-monitoring__vllm-deployment.yaml"
 BERT = SRC / "examples" / "job-small-shm.yaml"
 TRAINJOB = CORPUS / "kubeflow__trainer" / "examples__yaml-examples__torch__mnist_training.yaml"
-
-
-def run(*args, cwd=None):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
-
-
-def git(tree, *args):
-    return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True, check=True).stdout
 
 
 def top_item(ns, pod, kind, owner, peak, size, limit=True):

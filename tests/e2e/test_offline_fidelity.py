@@ -15,14 +15,13 @@ import json
 import os
 import random
 import re
-import shutil
-import subprocess
-from pathlib import Path
+from functools import partial
 
 import pytest
 import yaml
 
-from conftest import BIN, SRC
+from pylib import cli
+from pylib.paths import SRC
 
 EDITS = SRC / "tests" / "golden" / "edits"
 GOLDEN = SRC / "tests" / "golden"
@@ -31,8 +30,7 @@ OWNED = ("sizeLimit", "shmguard.io/injected-size", "shmguard.io/sizing")
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def run(*args, stdin=None):
-    return subprocess.run([BIN, *args], input=stdin, capture_output=True, timeout=120)
+run = partial(cli.run, text=False)  # bytes in and out: these tests compare bytes
 
 
 def load_all(data):

@@ -5,20 +5,16 @@ byte-identical or only insert text; an invalid file must stop both with exit 2 a
 import difflib
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import BIN, SRC
+from pylib.cli import run
+from pylib.paths import SRC
 
 CORPUS = SRC / "tests" / "corpus"
 EXPECTED = yaml.safe_load((CORPUS / "expected.yaml").read_text())
-
-
-def run(*args):
-    return subprocess.run([BIN, *args], capture_output=True, text=True)
 
 
 def corpus_files():

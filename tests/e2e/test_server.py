@@ -10,7 +10,7 @@ import time
 import jsonpatch
 import pytest
 
-from conftest import SERVICE_DNS, Server, decode_patch, gen_certs, review, slow_header_clients, training_pod, worst_live_admission
+from pylib.webhook import SERVICE_DNS, Server, decode_patch, gen_certs, review, slow_header_clients, training_pod, worst_live_admission
 
 
 def admit(server, pod, **kw):
@@ -323,7 +323,6 @@ def test_sigterm_finishes_in_flight_and_exits_zero(server):
     t = time.time()
     assert server.proc.wait(10) == 0
     assert time.time() - t < 5
-
 
 
 def test_worker_threads_are_named_for_top_and_proc(certs):

@@ -14,8 +14,9 @@ import jsonpatch
 import pytest
 import yaml
 
-from conftest import BIN, SRC, Server, decode_patch, gen_certs, review
-from test_pytorch import SKIP, run_in_private_shm, to_bytes
+from pylib.paths import BIN, SRC
+from pylib.webhook import Server, decode_patch, gen_certs, review
+from pylib.pytorch import SKIP, run_in_private_shm, to_bytes
 
 JOB = SRC / "tests" / "golden" / "owners" / "pytorchjob-cpu-demo.yaml"
 MI = 1 << 20

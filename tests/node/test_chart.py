@@ -5,7 +5,8 @@ the Service's DNS name through CoreDNS."""
 import json
 import re
 
-from conftest import NAMESPACE, SRC, pod_json, shm_volume
+from pylib.node import NAMESPACE, pod_json, shm_volume
+from pylib.paths import SRC
 
 
 def test_both_replicas_ready_behind_the_service(release):

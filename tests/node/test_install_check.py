@@ -12,12 +12,12 @@ import json
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import IMAGE_VALUES, NAMESPACE, SRC, helm_install, injected_dry_run, shm_volume
-from test_training_job import ANNOTATIONS, BUS_ERROR, job
+from pylib.node import IMAGE_VALUES, NAMESPACE, helm_install, injected_dry_run, shm_volume
+from pylib.paths import SRC
+from pylib.node import ANNOTATIONS, BUS_ERROR, job
 
 ROUNDS = 20
 BEFORE_ROUNDS = 3
@@ -33,7 +33,7 @@ def ns(release):
 def readme_wait_command():
     """The documented command for installs without the check (--no-hooks, kubectl apply -k deploy/):
     docs/install.md, "The install check"."""
-    from readme_blocks import commands, section
+    from pylib.readme_blocks import commands, section
     cmds = [c for c in commands(section("The install check", doc="docs/install.md")) if "shmguard-probe" in c]
     assert len(cmds) == 1, cmds
     return cmds[0]

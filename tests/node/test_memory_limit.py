@@ -7,8 +7,8 @@ import json
 import re
 import sys
 
-from conftest import TRAINING_IMAGE, shm_volume
-from test_training_job import BUS_ERROR, MiB, shm_bytes
+from pylib.node import TRAINING_IMAGE, shm_volume
+from pylib.node import BUS_ERROR, MiB, shm_bytes
 
 LIMIT = "512Mi"
 # (4 workers x prefetch 2 + 1) x 32 x 2 MiB = 576 MiB of /dev/shm once the prefetch slots fill: more

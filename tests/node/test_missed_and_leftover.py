@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from conftest import BIN, EARLY_NS, NAMESPACE, SRC, injected_dry_run, pod_json, shm_volume
-
+from pylib.node import EARLY_NS, NAMESPACE, injected_dry_run, pod_json, shm_volume
+from pylib.paths import BIN, SRC
 import subprocess
 
 HINTS = {"shmguard.io/batch-size": "32", "shmguard.io/num-workers": "4", "shmguard.io/sample-size": "1Mi"}

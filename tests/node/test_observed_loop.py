@@ -12,10 +12,11 @@ import time
 
 import yaml
 
-from conftest import BIN, TRAINING_IMAGE, shm_volume
-from test_training_job import BUS_ERROR, MiB, shm_bytes
-from test_observed import git  # tests/e2e, as the next
-from test_pytorch import to_bytes  # tests/e2e, on the path through tests/cluster's conftest
+from pylib.node import TRAINING_IMAGE, shm_volume
+from pylib.paths import BIN
+from pylib.node import BUS_ERROR, MiB, shm_bytes
+from pylib.cli import git
+from pylib.pytorch import to_bytes
 
 SIZE = 256 * MiB
 # (2 workers x prefetch 2 + 1) x 16 x 3 MiB = 240 MiB held while the loop sleeps: 94% of 256Mi,

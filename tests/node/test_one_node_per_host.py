@@ -2,21 +2,14 @@
 A second `hack/cluster.sh up --node` waits for the node that runs; when it gives up it says which
 node holds the host and how to bring it down, and its own clean-up leaves that node alone (a CI run
 once failed on a bridge left by another run, and its `down` then took that node's bridge away)."""
-import os
 import subprocess
 import time
 from pathlib import Path
 
-from conftest import HACK
+from pylib.node import node_up
+from pylib.paths import HACK
 
 CLAIM = Path("/run/shmguard-node.owner")
-
-
-def node_up(cluster_dir, **extra_env):
-    env = dict(os.environ, CLUSTER_DIR=str(cluster_dir), **extra_env)
-    r = subprocess.run([str(HACK / "cluster.sh"), "up", "--node"], capture_output=True, text=True, env=env,
-                       timeout=900)
-    return r, env
 
 
 def bridge_index():

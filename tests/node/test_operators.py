@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import BIN, HACK, TRAINING_IMAGE, dumps, shm_volume
-from test_pytorch import to_bytes  # tests/e2e
-from test_training_job import BUS_ERROR, MiB, shm_bytes
+from pylib.node import TRAINING_IMAGE, dumps, shm_volume
+from pylib.paths import BIN, HACK
+from pylib.pytorch import to_bytes
+from pylib.node import BUS_ERROR, MiB, shm_bytes
 
 OPS_BIN = os.environ.get("SHMGUARD_OPERATORS_BIN")
 pytestmark = pytest.mark.skipif(not OPS_BIN, reason="SHMGUARD_OPERATORS_BIN not set (hack/testbin.sh operators)")

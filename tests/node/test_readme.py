@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, SRC
-from readme_blocks import commands, section
+from pylib.paths import BIN, SRC
+from pylib.readme_blocks import commands, section
 
 
 def verify_commands():

@@ -17,7 +17,8 @@ from urllib.parse import urlparse
 
 import yaml
 
-from conftest import NAMESPACE, SRC, IMAGE_VALUES, TRAINING_IMAGE, shm_volume
+from pylib.node import IMAGE_VALUES, NAMESPACE, TRAINING_IMAGE, shm_volume
+from pylib.paths import SRC
 
 RATE = 25           # pods per second asked for
 SECONDS = 60

@@ -18,9 +18,10 @@ import sys
 import time
 
 import pytest
-import yaml
 
-from conftest import BIN, NAMESPACE, SRC, TRAINING_IMAGE
+from pylib.cluster import sa_kubeconfig
+from pylib.node import NAMESPACE, TRAINING_IMAGE
+from pylib.paths import BIN, SRC
 
 MiB = 1 << 20
 BATCH, WORKERS, PREFETCH, SAMPLE = 16, 2, 2, 4 * MiB
@@ -145,23 +146,6 @@ def test_top_and_the_monitor_agree_with_the_pods_statvfs_on_the_real_kubelet(mon
         assert f"node {NODE}:" not in logs, logs[-3000:]  # never refused by the kubelet
     finally:
         node.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-
-
-def sa_kubeconfig(node, tmp_path, ns):
-    """A kubeconfig for a service account that may list pods in `ns` and nothing else."""
-    node.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "viewer", "namespace": ns}})
-    node.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "list-pods", "namespace": ns},
-                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]})
-    node.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                "metadata": {"name": "list-pods", "namespace": ns},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "list-pods"},
-                "subjects": [{"kind": "ServiceAccount", "name": "viewer", "namespace": ns}]})
-    token = node.kubectl("create", "token", "viewer", "-n", ns).stdout.strip()
-    cfg = yaml.safe_load(open(node.env["KUBECONFIG"]))
-    cfg["users"] = [{"name": "admin", "user": {"token": token}}]
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
 
 
 def test_top_names_a_missing_permission_and_a_node_that_does_not_answer(release, tmp_path):

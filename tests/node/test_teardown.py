@@ -6,7 +6,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import HACK, cluster_conftest, pod_json, host_state
+from pylib.cluster import Cluster, cluster_up
+from pylib.node import host_state, node_up, pod_json
+from pylib.paths import HACK
 
 
 def test_down_after_the_api_server_died_leaves_nothing(node):
@@ -36,11 +38,10 @@ def test_up_clears_what_a_killed_node_left(node, tmp_path_factory):
     """A node killed instead of brought down (a lost session, a killed test run) leaves its bridge,
     rules, cgroups, a pod and its shim behind; the next `up --node` clears them and starts, and its
     `down` leaves the host as the session found it."""
-    from test_one_node_per_host import node_up
     # Short dirs: containerd's socket paths must stay under 104 bytes.
-    env = cluster_conftest.cluster_up(tmp_path_factory.mktemp("k") / "cp", "--node")
+    env = cluster_up(tmp_path_factory.mktemp("k") / "cp", "--node")
     killed = Path(env["CLUSTER_DIR"])
-    k = cluster_conftest.Cluster(env)
+    k = Cluster(env)
     pod = pod_json("stale", image="shmguard.test/pause:1", command=["/pause"])
     k.apply(pod, "-n", "default")
     deadline = time.time() + 120

@@ -3,37 +3,11 @@ webhook on the way: the kubelet mounts the injected emptyDir at /dev/shm, the po
 shows its size, and the real DataLoader finishes. The same Job opted out gets the runtime's 64 MiB
 and dies with PyTorch's bus error. A need above the pod's memory limit: what the kubelet really
 mounts and what happens to the workload."""
-import re
 
 import pytest
 
-from conftest import TRAINING_IMAGE, dumps, shm_volume
-from test_pytorch import to_bytes  # tests/e2e, on the path through tests/cluster's conftest
-
-MiB = 1 << 20
-# (2 workers x prefetch 2 + 1) x 16 x 1 MiB = 80 MiB of /dev/shm at the peak: more than 64 MiB.
-WORKLOAD = ["--batch-size", "16", "--num-workers", "2", "--sample-size", str(MiB), "--steps", "8"]
-ANNOTATIONS = {"shmguard.io/batch-size": "16", "shmguard.io/num-workers": "2", "shmguard.io/sample-size": "1Mi"}
-BUS_ERROR = re.compile(r"DataLoader worker \(pid \d+\) is killed by signal: Bus error")
-
-
-def job(name, annotations, labels=None, limits=None, workload=WORKLOAD):
-    script = "df -B1 --output=size /dev/shm | tail -n 1 | sed 's/^ */shm-bytes /'; " \
-             "exec python3 /opt/shmguard/dataloader_workload.py " + " ".join(workload)
-    c = {"name": "train", "image": TRAINING_IMAGE, "imagePullPolicy": "Never", "command": ["sh", "-c", script]}
-    if limits:
-        c["resources"] = {"limits": limits}
-    return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"annotations": annotations, "labels": labels or {}},
-                "spec": {"restartPolicy": "Never", "containers": [c]},
-            },
-        },
-    }
+from pylib.node import ANNOTATIONS, BUS_ERROR, MiB, dumps, job, shm_bytes, shm_volume
+from pylib.pytorch import to_bytes
 
 
 def run_job(node, ns, obj, timeout=300):
@@ -43,12 +17,6 @@ def run_job(node, ns, obj, timeout=300):
     pod = node.pod_of_job(name, ns)
     assert pod, f"the job controller made no pod for {name}"
     return outcome, pod, node.logs("-n", ns, pod["metadata"]["name"])
-
-
-def shm_bytes(log):
-    m = re.search(r"^shm-bytes (\d+)$", log, re.M)
-    assert m, f"no df line in the pod's log:\n{log}"
-    return int(m.group(1))
 
 
 @pytest.fixture(scope="module")

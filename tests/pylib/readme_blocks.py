@@ -1,9 +1,9 @@
 """The sections and shell blocks of README.md and docs/*.md, for the tests that run the documented
 commands as written (tests/cluster/test_readme.py, tests/node/test_readme.py, ...)."""
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from pylib.paths import SRC as ROOT
+
 README = ROOT / "README.md"
 
 
