@@ -39,6 +39,16 @@ std::vector<std::string> series(const std::string& text, const std::string& name
   return out;
 }
 
+// The count of `name`'s bucket whose `le` reads back as `le` ("5e-04" and "0.0005" alike), or -1.
+long long bucket(const std::string& text, const std::string& name, double le) {
+  const std::regex line(name + R"re(_bucket\{le="([^"]+)"\} (\d+))re");
+  for (const auto& l : lines_of(text)) {
+    std::smatch m;
+    if (std::regex_match(l, m, line) && m[1] != "+Inf" && std::stod(m[1]) == le) return std::stoll(m[2]);
+  }
+  return -1;
+}
+
 }  // namespace
 
 TEST(Metrics, AdmissionsCountedByDecisionAndReason) {
@@ -51,16 +61,18 @@ TEST(Metrics, AdmissionsCountedByDecisionAndReason) {
             (std::vector<std::string>{"shmguard_admissions_total{decision=\"injected\",reason=\"injected\"} 2",
                                       "shmguard_admissions_total{decision=\"skipped\",reason=\"not-training\"} 1"}));
   // Latency: 0.25 s twice, 1 ms once; cumulative buckets.
-  EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_bucket{le=\"0.0005\"} 0"));
-  EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_bucket{le=\"0.001\"} 1"));
-  EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_bucket{le=\"0.1\"} 1"));
-  EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_bucket{le=\"0.5\"} 3"));
+  EXPECT_EQ(bucket(text, "shmguard_admission_duration_seconds", 0.0001), 0);
+  EXPECT_EQ(bucket(text, "shmguard_admission_duration_seconds", 0.0005), 0);
+  EXPECT_EQ(bucket(text, "shmguard_admission_duration_seconds", 0.001), 1) << "a bound holds what equals it";
+  EXPECT_EQ(bucket(text, "shmguard_admission_duration_seconds", 0.1), 1);
+  EXPECT_EQ(bucket(text, "shmguard_admission_duration_seconds", 0.5), 3);
+  EXPECT_EQ(bucket(text, "shmguard_admission_duration_seconds", 1), 3);
   EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_bucket{le=\"+Inf\"} 3"));
   EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_sum 0.501"));
   EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_count 3"));
   // Sizes: only the injected ones (8 GiB) are observed.
-  EXPECT_TRUE(has_line(text, "shmguard_injected_size_bytes_bucket{le=\"4294967296\"} 0"));
-  EXPECT_TRUE(has_line(text, "shmguard_injected_size_bytes_bucket{le=\"8589934592\"} 2"));
+  EXPECT_EQ(bucket(text, "shmguard_injected_size_bytes", 4294967296.0), 0);
+  EXPECT_EQ(bucket(text, "shmguard_injected_size_bytes", 8589934592.0), 2);
   EXPECT_TRUE(has_line(text, "shmguard_injected_size_bytes_count 2"));
 }
 
@@ -152,7 +164,7 @@ TEST(Metrics, TheTextParsesAsTheExpositionFormat) {
     const std::string key = l.substr(0, l.rfind(' '));
     EXPECT_TRUE(seen.insert(key).second) << "series twice: " << key;
   }
-  EXPECT_EQ(typed.size(), 9u);
+  EXPECT_EQ(typed.size(), 10u);
 }
 
 TEST(Histogram, BoundsAreInclusiveAndTheSumExact) {

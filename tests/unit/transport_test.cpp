@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <string>
 
@@ -25,6 +26,10 @@ using shmguard::test::make_leaf;
 using shmguard::test::Pem;
 
 namespace {
+
+// As `shmguard serve` does (serve_command.cpp): OpenSSL writes to the socket with write(2), and a
+// peer gone mid-handshake must be an error, not a SIGPIPE.
+const bool kSigpipeIgnored = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
 
 void nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
