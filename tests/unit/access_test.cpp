@@ -134,11 +134,9 @@ TEST(Kubeconfig, ContextsChosenByFlagOrCurrentContext) {
   EXPECT_EQ(load_error(dir, no_server), "context t in " + file + ": cluster c has no server");
 }
 
-// Disabled: a --context that no context of the file has is told as "context missing in FILE:
-// cluster  has no server" (an empty cluster name). access.cpp's named() returns YAML::Node() when
-// nothing has the name, and a default Node is defined (a null), so `if (!ctx)` never fires; an
-// undefined node (YAML::Node(YAML::NodeType::Undefined)) would make this pass.
-TEST(Kubeconfig, DISABLED_AContextNoneHasIsNamed) {
+// A --context that no context of the file has is named as such (it once read "cluster  has no
+// server": a default YAML::Node is a defined null, so the lookup's miss went unseen).
+TEST(Kubeconfig, AContextNoneHasIsNamed) {
   ScratchDir dir;
   EXPECT_EQ(load_error(dir, kubeconfig("https://h:1", "", "    token: x\n"), "missing"),
             (dir / "config").string() + ": no context named missing");

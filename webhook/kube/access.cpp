@@ -157,7 +157,7 @@ YAML::Node named(const YAML::Node& list, const std::string& name, const char* in
   if (list && list.IsSequence())
     for (const auto& e : list)
       if (e["name"] && e["name"].as<std::string>() == name) return e[inner];
-  return YAML::Node();
+  return YAML::Node(YAML::NodeType::Undefined);  // a default Node is a defined null
 }
 
 Result<Access> from_kubeconfig(const fs::path& file, const std::string& context_flag) {
