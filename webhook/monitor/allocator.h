@@ -9,7 +9,8 @@
 namespace shmguard::monitor {
 
 // Caps what tcmalloc's thread caches hold in all at `bytes`; false when the process does not run
-// on tcmalloc (the sanitizer builds, a build without it), where nothing changes.
+// on tcmalloc (the sanitizer builds, a build without it), where nothing changes, or when
+// TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES is set (tcmalloc's own setting: that figure stands).
 bool cap_thread_caches(std::size_t bytes);
 
 // Hands the free pages the allocator holds back to the OS (after the first list of pods, whose
