@@ -155,3 +155,24 @@ TEST(Tracker, APodFirstSeenAfterARestartIsJudgedToo) {
   EXPECT_TRUE(monitor::leftover_worth_telling(1ULL << 20, 64ULL << 20));
   EXPECT_FALSE(monitor::leftover_worth_telling((1ULL << 20) - 1, 64ULL << 20));
 }
+
+TEST(Tracker, APodThatLeftAndCameBackStartsAfreshAndTheOthersKeepTheirs) {
+  // update() works on the kept pods in place: a pod missing from a cycle loses its series, its
+  // peak and its Event, and the pods beside it keep theirs.
+  monitor::Tracker t;
+  t.update({pod("a", 950), pod("b", 600)}, {{"n1", true, ""}}, 100);
+  EXPECT_EQ(t.newly_full().size(), 1u);
+  t.update({pod("b", 100)}, {{"n1", true, ""}}, 130);
+  EXPECT_EQ(t.pods(), 1u);
+  t.update({pod("a", 100), pod("b", 100), pod("b", 990)}, {{"n1", true, ""}}, 160);  // b twice: its first record
+  const std::string text = t.exposition(160);
+  EXPECT_NE(text.find(R"(shmguard_shm_peak_bytes{namespace="ml",pod="a",owner_kind="Job",owner_name="j\"ob\\\n"} 100)" "\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find(R"(shmguard_shm_peak_bytes{namespace="ml",pod="b",owner_kind="Job",owner_name="j\"ob\\\n"} 600)" "\n"),
+            std::string::npos) << text;
+  EXPECT_TRUE(t.newly_full().empty());
+  t.update({pod("a", 960)}, {{"n1", true, ""}}, 190);
+  ASSERT_EQ(t.newly_full().size(), 1u);  // warned again: it left in between
+  EXPECT_EQ(t.newly_full()[0].name, "a");
+  EXPECT_EQ(t.pods(), 1u);
+}

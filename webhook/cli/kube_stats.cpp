@@ -11,6 +11,7 @@
 
 #include "base/json_fields.h"
 #include "base/parallel.h"
+#include "monitor/allocator.h"
 
 namespace shmguard::cli {
 
@@ -233,6 +234,7 @@ bool PodWatcher::relist() {
   std::cerr << (std::string("shmguard monitor: ") + (synced_ ? "relist" : "first list") + " of " + std::to_string(listing.seen) +
                 " pods in " + std::to_string(ms) + " ms, resourceVersion " + rv + "\n");
   store_.finish_listing(std::move(listing), rv);
+  monitor::release_free_memory();  // the pages' text and trees
   need_list_ = false;
   synced_ = true;
   last_error_.clear();

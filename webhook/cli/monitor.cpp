@@ -23,6 +23,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/kube_stats.h"
+#include "monitor/allocator.h"
 #include "monitor/tracker.h"
 #include "sizing/quantity.h"
 
@@ -353,6 +354,7 @@ int run_monitor(const MonitorArgs& a, const config::Config& cfg) {
   signal(SIGINT, on_term);
   signal(SIGPIPE, SIG_IGN);
 
+  monitor::cap_thread_caches(4u << 20);  // the summary readers' freed bodies, reusable across threads
   PodWatchOptions wo;
   if (!a.node_name.empty()) wo.field_selector = "spec.nodeName=" + a.node_name + "," + wo.field_selector;
   wo.request_timeout_s = std::max(a.timeout_s, 10);

@@ -317,9 +317,9 @@ Result<Response> request(const Access& a, const std::string& path, const json* p
   if (!res) return Failure{transport_failure(a, cli, res.error())};
   Response r;
   r.status = res->status;
-  r.text = res->body;
+  r.text = std::move(res->body);  // a list page or a summary: one copy held, not two
   if (!raw || r.status != 200) {
-    r.body = json::parse(res->body, nullptr, false);
+    r.body = json::parse(r.text, nullptr, false);
     if (r.body.is_discarded()) r.body = nullptr;
   }
   return r;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_set>
 
 namespace shmguard::monitor {
 namespace {
@@ -104,19 +105,26 @@ void Tracker::update(std::vector<PodShm> pods, const std::vector<NodeScrape>& no
   newly_full_.clear();
   newly_unprotected_.clear();
   newly_leftover_.clear();
-  std::map<std::string, PodShm> next;
+  // Updated in place, each pod moved in as it is read: a second map of every pod beside the kept
+  // one was 7 MiB at 10,000 pods, at the monitor's peak.
+  std::unordered_set<std::string> live;
+  live.reserve(pods.size());
   for (auto& p : pods) {
     PodShm cur = std::move(p);
+    p = PodShm();  // the moved-from shell's buffers go now, not with the vector
+    std::string k = key(cur);
+    if (!live.insert(k).second) continue;  // a pod twice in one cycle: its first record counts
     const bool fresh = cur.capacity.has_value();
-    const bool first_sight = pods_.find(key(cur)) == pods_.end();
-    if (auto old = pods_.find(key(cur)); old != pods_.end()) {
+    auto old = pods_.find(k);
+    const bool first_sight = old == pods_.end();
+    if (!first_sight) {
       cur.peak = std::max(cur.peak, old->second.peak);
       if (!cur.capacity) {  // no figures this time (its node did not answer): keep the last ones
         cur.capacity = old->second.capacity;
         cur.used = old->second.used;
       }
     }
-    Warned& w = warned_[key(cur)];
+    Warned& w = warned_[k];
     if (nearly_full(cur) && !w.full) {
       w.full = true;
       newly_full_.push_back(cur);
@@ -126,11 +134,15 @@ void Tracker::update(std::vector<PodShm> pods, const std::vector<NodeScrape>& no
       newly_unprotected_.push_back(cur);
     }
     if (!cur.volume.empty()) check_leftover(cur, fresh, first_sight);
-    next.emplace(key(cur), std::move(cur));
+    if (first_sight) pods_.emplace(std::move(k), std::move(cur));
+    else old->second = std::move(cur);
   }
-  for (auto it = warned_.begin(); it != warned_.end();) it = next.count(it->first) ? std::next(it) : warned_.erase(it);
-  for (auto it = leftovers_.begin(); it != leftovers_.end();) it = next.count(it->first) ? std::next(it) : leftovers_.erase(it);
-  pods_ = std::move(next);
+  auto gone = [&](auto& m) {
+    for (auto it = m.begin(); it != m.end();) it = live.count(it->first) ? std::next(it) : m.erase(it);
+  };
+  gone(pods_);
+  gone(warned_);
+  gone(leftovers_);
   for (const auto& n : nodes) {
     Node& s = nodes_[n.node];
     if (n.ok) s.last_good_s = now_s;
