@@ -67,6 +67,8 @@ TEST(Metrics, AdmissionsCountedByDecisionAndReason) {
   EXPECT_EQ(bucket(text, "shmguard_admission_duration_seconds", 0.1), 1);
   EXPECT_EQ(bucket(text, "shmguard_admission_duration_seconds", 0.5), 3);
   EXPECT_EQ(bucket(text, "shmguard_admission_duration_seconds", 1), 3);
+  EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_bucket{le=\"0.0001\"} 0")) << "no exponent form";
+  EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_bucket{le=\"0.0005\"} 0"));
   EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_bucket{le=\"+Inf\"} 3"));
   EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_sum 0.501"));
   EXPECT_TRUE(has_line(text, "shmguard_admission_duration_seconds_count 3"));

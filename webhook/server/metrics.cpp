@@ -10,10 +10,11 @@
 
 namespace shmguard::server {
 namespace {
-// The shortest text that reads back as `v` (le="0.00025", not 0.00025000000000000001).
+// The shortest decimal that reads back as `v` (le="0.00025", not 0.00025000000000000001), never in
+// exponent form: a bucket is matched by its `le` text, and Prometheus's clients write 0.0001, not 1e-04.
 std::string num(double v) {
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  char buf[400];  // the longest fixed double (1.8e308) fits
+  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
   return std::string(buf, res.ptr);
 }
 std::string escape_label(const std::string& v) {
