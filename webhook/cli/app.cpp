@@ -1,12 +1,12 @@
-// The command line behind main(): one CLI11 app, one subcommand per file (command.h lists them),
-// each running from its own callback and leaving its exit code.
-#include "cli/commands.h"
+// The command line behind main(): one CLI11 app, one subcommand per file (<name>_command.cpp;
+// shared.h lists them), each running from its own callback and leaving its exit code.
+#include "cli/app.h"
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 
-#include "cli/command.h"
+#include "cli/shared.h"
 #include "version.h"
 
 namespace shmguard::cli {

@@ -1,4 +1,4 @@
-// The shmguard subcommands behind main(): serve, mutate, check, fn, review, observe, size, version.
+// The CLI11 app behind main(): serve, mutate, check, size, review, observe, top, monitor, fn, version.
 #pragma once
 
 #include <string>

@@ -3,9 +3,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/command.h"
+#include "cli/shared.h"
 #include "cli/inputs.h"
-#include "cli/observed.h"
+#include "cli/observed_flag.h"
 #include "cli/report.h"
 #include "manifests/conflict_marker.h"
 #include "manifests/offline.h"

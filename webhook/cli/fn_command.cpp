@@ -1,7 +1,7 @@
-// The KRM function behind `shmguard fn` (see krm_function.h).
-#include "cli/krm_function.h"
+// The KRM function behind `shmguard fn` (see fn_command.h).
+#include "cli/fn_command.h"
 
-#include "cli/command.h"
+#include "cli/shared.h"
 #include "cli/exit_codes.h"
 
 #include <iterator>

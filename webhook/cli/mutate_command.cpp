@@ -8,10 +8,10 @@
 #include <sstream>
 #include <string_view>
 
-#include "cli/command.h"
-#include "cli/files.h"
+#include "cli/shared.h"
+#include "files/rewrite.h"
 #include "cli/inputs.h"
-#include "cli/observed.h"
+#include "cli/observed_flag.h"
 #include "cli/report.h"
 #include "manifests/offline.h"
 
@@ -111,7 +111,7 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
   if (std::find(files.begin(), files.end(), "-") != files.end()) return fail("--in-place cannot rewrite stdin");
   // Every file is read, mutated and checked for how it can be written before any is written:
   // invalid input or a file that cannot keep its owner changes nothing, and the report says so.
-  std::vector<std::pair<RewritePlan, std::string>> changed;
+  std::vector<std::pair<files::RewritePlan, std::string>> changed;
   std::vector<manifests::TemplateReport> reports;
   auto stop = [&reports](const std::string& why) {
     print_reports(reports, {});
@@ -132,12 +132,12 @@ int run_mutate_in_place(const config::Config& cfg, const std::vector<std::string
     }
     if (!opened) return stop(opened.error());
     if (!mutated) continue;
-    auto plan = plan_rewrite(f);
+    auto plan = files::plan_rewrite(f);
     if (!plan) return stop(plan.error() + "; nothing was written");
     changed.emplace_back(std::move(*plan), out.str());
   }
   std::vector<std::string> kept;
-  const auto written = rewrite_all(changed, &kept);
+  const auto written = files::rewrite_all(changed, &kept);
   std::set<std::string> now_new(kept.begin(), kept.end());
   if (written)
     for (const auto& change : changed) now_new.insert(change.first.path);

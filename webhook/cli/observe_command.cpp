@@ -1,17 +1,10 @@
-// `shmguard observe` (see observe.h).
-#include "cli/observe.h"
+// `shmguard observe` (see observe_command.h).
+#include "cli/observe_command.h"
 
-#include "cli/command.h"
+#include "cli/shared.h"
 #include "cli/exit_codes.h"
 
-#include <fcntl.h>
 #include <memory>
-#include <poll.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/mount.h>
-#include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,6 +18,8 @@
 
 #include "cli/flags.h"
 #include "manifests/yaml_doc.h"
+#include "measure/private_shm.h"
+#include "measure/sampler.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::cli {
@@ -32,127 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kShm = "/dev/shm";
-
-std::uint64_t shm_used(std::uint64_t* total = nullptr) {
-  struct statvfs st{};
-  if (::statvfs(kShm, &st) != 0) return 0;
-  if (total) *total = static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize;
-  return static_cast<std::uint64_t>(st.f_blocks - st.f_bfree) * st.f_frsize;
-}
-
-
-// A private mount namespace with a fresh tmpfs at /dev/shm: what a pod with that sizeLimit (or
-// `docker run --shm-size`) gives its processes. The command inherits it; so does the sampler.
-Status private_shm(std::uint64_t bytes) {
-  if (::geteuid() != 0)
-    return Failure{"--shm-size needs root: it mounts a private tmpfs at /dev/shm in a new mount namespace "
-                           "(run as root, or without --shm-size to measure the current /dev/shm)"};
-  if (::unshare(CLONE_NEWNS) != 0) return Failure{std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno)};
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-    return Failure{std::string("making mounts private: ") + std::strerror(errno)};
-  const std::string opts = "size=" + std::to_string(bytes) + ",mode=1777";
-  if (::mount("tmpfs", kShm, "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0)
-    return Failure{std::string("mounting a tmpfs at /dev/shm: ") + std::strerror(errno)};
-  return Ok{};
-}
-
-struct Child {
-  pid_t pid = -1;
-  int err_fd = -1;  // the command's stderr, passed through and watched for PyTorch's message
-};
-
-// Starts the command with stdin and stdout inherited (stdout onto observe's stderr when
-// `stdout_to_stderr`: the report has stdout) and stderr through a pipe. Returns the exec error
-// (errno) of a command that could not start, 0 when it runs.
-int spawn(const std::vector<std::string>& cmd, bool stdout_to_stderr, Child& c) {
-  int err_pipe[2], exec_pipe[2];
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) return errno;
-  c.pid = ::fork();
-  if (c.pid < 0) return errno;
-  if (c.pid == 0) {
-    if (stdout_to_stderr) ::dup2(STDERR_FILENO, STDOUT_FILENO);
-    ::dup2(err_pipe[1], STDERR_FILENO);
-    ::signal(SIGPIPE, SIG_DFL);
-    std::vector<char*> argv;
-    for (const auto& s : cmd) argv.push_back(const_cast<char*>(s.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    int e = errno;
-    (void)!::write(exec_pipe[1], &e, sizeof e);
-    ::_exit(127);
-  }
-  ::close(err_pipe[1]);
-  ::close(exec_pipe[1]);
-  int e = 0;
-  ssize_t n = ::read(exec_pipe[0], &e, sizeof e);  // EOF (0) when exec succeeded: CLOEXEC closed it
-  ::close(exec_pipe[0]);
-  c.err_fd = err_pipe[0];
-  if (n == sizeof e) {
-    ::waitpid(c.pid, nullptr, 0);
-    return e;
-  }
-  return 0;
-}
-
-volatile sig_atomic_t g_forward = 0;
-void on_signal(int sig) { g_forward = sig; }
-
-// PyTorch's two ways of saying its workers ran out of shared memory.
-bool says_bus_error(const std::string& text) {
-  return (text.find("Bus error") != std::string::npos && text.find("DataLoader worker") != std::string::npos) ||
-         text.find("Unexpected bus error encountered in worker") != std::string::npos;
-}
-
-// Samples /dev/shm every interval until the command exits, passing its stderr through.
-void watch(const Child& c, int interval_ms, ObserveReport& r, std::uint64_t baseline) {
-  const auto start = Clock::now();
-  std::string tail;  // the end of stderr so far, for a message split across reads
-  bool stderr_open = true;
-  int status = 0;
-  for (;;) {
-    const std::uint64_t used = shm_used();
-    ++r.samples;
-    if (used > baseline && used - baseline > r.peak) {
-      r.peak = used - baseline;
-      r.peak_at_s = std::chrono::duration<double>(Clock::now() - start).count();
-    }
-    if (g_forward) {
-      ::kill(c.pid, g_forward);
-      g_forward = 0;
-    }
-    if (::waitpid(c.pid, &status, WNOHANG) == c.pid) break;
-    pollfd p{stderr_open ? c.err_fd : -1, POLLIN, 0};
-    if (::poll(&p, 1, interval_ms) > 0 && (p.revents & (POLLIN | POLLHUP))) {
-      char buf[8192];
-      ssize_t n = ::read(c.err_fd, buf, sizeof buf);
-      if (n > 0) {
-        (void)!::write(STDERR_FILENO, buf, static_cast<std::size_t>(n));
-        tail.append(buf, static_cast<std::size_t>(n));
-        if (says_bus_error(tail)) r.bus_error = true;
-        if (tail.size() > 4096) tail.erase(0, tail.size() - 1024);
-      } else {
-        stderr_open = false;  // closed early (the command redirected it); keep sampling
-      }
-    }
-  }
-  // What the command wrote last.
-  char buf[8192];
-  ssize_t n;
-  while (stderr_open && (n = ::read(c.err_fd, buf, sizeof buf)) > 0) {
-    (void)!::write(STDERR_FILENO, buf, static_cast<std::size_t>(n));
-    tail.append(buf, static_cast<std::size_t>(n));
-  }
-  if (says_bus_error(tail)) r.bus_error = true;
-  ::close(c.err_fd);
-  r.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
-  if (WIFEXITED(status)) {
-    r.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    r.signal = WTERMSIG(status);
-    r.exit_code = 128 + r.signal;
-    if (r.signal == SIGBUS) r.bus_error = true;
-  }
-}
 
 // An optional count flag: `dflt` when not given.
 Result<std::uint64_t> optional_count(const std::string& flag, const std::string& text, std::uint64_t dflt,
@@ -299,22 +173,21 @@ int run_observe(const ObserveArgs& a) {
   if (!a.shm_size.empty()) {
     auto q = sizing::parse_size(a.shm_size);
     if (!q) return fail("observe", "--shm-size: \"" + a.shm_size + "\" " + q.error());
-    if (auto s = private_shm(*q); !s) return fail("observe", s.error());
+    if (::geteuid() != 0)
+      return fail("observe", "--shm-size needs root: it mounts a private tmpfs at /dev/shm in a new mount namespace "
+                             "(run as root, or without --shm-size to measure the current /dev/shm)");
+    // The command inherits the namespace; so does the sampler.
+    if (auto s = measure::private_tmpfs(kShm, *q); !s) return fail("observe", s.error());
   }
   std::uint64_t total = 0;
-  r.baseline = shm_used(&total);
+  r.baseline = measure::used_bytes(kShm, &total);
   if (!a.shm_size.empty()) r.shm_total = total;
-  struct sigaction sa{};
-  sa.sa_handler = on_signal;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-  Child c;
-  if (int e = spawn(a.command, a.report_file == "-", c); e != 0) {
+  const measure::Sampling sampling{.path = kShm, .interval_ms = a.interval_ms, .baseline = r.baseline,
+                                   .stdout_to_stderr = a.report_file == "-"};
+  if (int e = measure::sample_command(a.command, sampling, r); e != 0) {
     std::cerr << "shmguard observe: " << a.command[0] << ": " << std::strerror(e) << "\n";
     return e == ENOENT ? kExitNotFound : kExitCannotRun;
   }
-  watch(c, a.interval_ms, r, r.baseline);
   conclude(a, cfg, n, r);
   std::ostringstream report;
   render(report, a, r, cfg);

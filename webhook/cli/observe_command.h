@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "measure/sampler.h"
 
 namespace shmguard::cli {
 
@@ -22,16 +23,10 @@ struct ObserveArgs {
   std::string config_file;
 };
 
-struct ObserveReport {
+// The sampled run (measure/sampler.h) and what observe concludes from it.
+struct ObserveReport : measure::Sampled {
   std::uint64_t baseline = 0;       // bytes used in /dev/shm before the command started
-  std::uint64_t peak = 0;           // highest use above the baseline
-  double peak_at_s = 0;             // seconds after the start
-  double duration_s = 0;
-  std::uint64_t samples = 0;
   std::optional<std::uint64_t> shm_total;  // the tmpfs size, when --shm-size made one
-  int exit_code = 0;                // observe's own exit status (the command's)
-  int signal = 0;                   // the signal that killed the command, if any
-  bool bus_error = false;           // SIGBUS, or PyTorch's "DataLoader worker ... Bus error"
   std::uint64_t recommended = 0;    // shmguard.io/size that covers the peak
   std::optional<std::uint64_t> sample_size;  // bytes per sample the peak implies
   std::string yaml;                 // the annotations to paste into a pod template

@@ -1,5 +1,5 @@
-// `--observed` for check and mutate (see observed.h).
-#include "cli/observed.h"
+// `--observed` for check and mutate (see observed_flag.h).
+#include "cli/observed_flag.h"
 
 #include "base/text.h"
 #include "sizing/quantity.h"

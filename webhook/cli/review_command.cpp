@@ -1,9 +1,9 @@
-// `shmguard review` (see review.h).
-#include "cli/review.h"
+// `shmguard review` (see review_command.h).
+#include "cli/review_command.h"
 
-#include "cli/command.h"
+#include "cli/shared.h"
 #include "cli/exit_codes.h"
-#include "cli/files.h"
+#include "files/walk.h"
 #include "cli/review_parts.h"
 
 #include <httplib.h>
@@ -278,9 +278,9 @@ int review(ReviewArgs a, const std::string& wait_text) {
     if (a.wait_s != 0) return fail("review: --wait needs --through-api-server");
     if (a.server.empty() || a.ca_file.empty()) return fail("review: give --server and --ca (or --through-api-server)");
   }
-  auto files = expand_inputs(a.files);
-  if (!files) return fail(files.error());
-  a.files = std::move(*files);
+  auto found = files::expand_inputs(a.files);
+  if (!found) return fail(found.error());
+  a.files = std::move(*found);
   return a.through_api_server ? run_review_through_api_server(a) : run_review(a);
 }
 

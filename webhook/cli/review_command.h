@@ -32,7 +32,7 @@ struct ReviewArgs {
 // connection (the message names the file or the server).
 int run_review(const ReviewArgs& a);
 
-// --through-api-server (api_review.cpp): 0 when shmguard answered every pod (injected, with
+// --through-api-server (review_through_api.cpp): 0 when shmguard answered every pod (injected, with
 // --expect-injected), 1 when the wait ran out or an answer was wrong, 2 on bad input.
 int run_review_through_api_server(const ReviewArgs& a);
 

@@ -1,4 +1,4 @@
-// `shmguard review --through-api-server` (see review.h): each pod is created through the API server
+// `shmguard review --through-api-server` (see review_command.h): each pod is created through the API server
 // as a server-side dry run (`?dryRun=All`: admitted, never stored), so the answer has travelled the
 // path every real pod takes: API server -> the webhook's Service -> a webhook pod. With --wait it
 // asks again until shmguard answers: the chart's post-install/post-upgrade check, which makes
@@ -18,7 +18,7 @@
 
 #include "base/text.h"
 #include "cli/exit_codes.h"
-#include "cli/review.h"
+#include "cli/review_command.h"
 #include "cli/review_parts.h"
 #include "kube/access.h"
 

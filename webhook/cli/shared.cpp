@@ -1,5 +1,5 @@
-// What the subcommands share (see command.h).
-#include "cli/command.h"
+// What the subcommands share (see shared.h).
+#include "cli/shared.h"
 
 #include <iostream>
 #include <sstream>

@@ -1,4 +1,4 @@
-// What every subcommand's file shares (see commands.cpp for the table of them): one way to report
+// What every subcommand's file shares (app.cpp adds them to the app): one way to report
 // a failure, one way to read the config file, and how a subcommand registers itself. Each
 // `add_<command>(app, outcome)` adds its flags and a CLI11 callback that runs it and leaves its
 // exit code (exit_codes.h) in `outcome`.
@@ -40,14 +40,15 @@ void set_usage(CLI::App& command, const Usage& usage);
 // exit statuses every command shares and where each command is described.
 std::string main_footer();
 
-void add_serve(CLI::App& app, Outcome& out);    // serve_command.cpp
-void add_mutate(CLI::App& app, Outcome& out);   // mutate.cpp
-void add_check(CLI::App& app, Outcome& out);    // check.cpp
-void add_size(CLI::App& app, Outcome& out);     // size.cpp
-void add_review(CLI::App& app, Outcome& out);   // review.cpp
-void add_observe(CLI::App& app, Outcome& out);  // observe.cpp
-void add_top(CLI::App& app, Outcome& out);      // top.cpp
-void add_monitor(CLI::App& app, Outcome& out);  // monitor.cpp
-void add_fn(CLI::App& app, Outcome& out);       // krm_function.cpp
+// One per subcommand, each in <name>_command.cpp (serve_command.cpp, ..., fn_command.cpp).
+void add_serve(CLI::App& app, Outcome& out);
+void add_mutate(CLI::App& app, Outcome& out);
+void add_check(CLI::App& app, Outcome& out);
+void add_size(CLI::App& app, Outcome& out);
+void add_review(CLI::App& app, Outcome& out);
+void add_observe(CLI::App& app, Outcome& out);
+void add_top(CLI::App& app, Outcome& out);
+void add_monitor(CLI::App& app, Outcome& out);
+void add_fn(CLI::App& app, Outcome& out);
 
 }  // namespace shmguard::cli

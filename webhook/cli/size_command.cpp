@@ -3,7 +3,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "cli/command.h"
+#include "cli/shared.h"
 #include "cli/flags.h"
 #include "cli/report.h"
 #include "sizing/formula.h"

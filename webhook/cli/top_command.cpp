@@ -1,6 +1,6 @@
-// `shmguard top` (see top.h). Used = capacityBytes - availableBytes of the /dev/shm volume in the
+// `shmguard top` (see top_command.h). Used = capacityBytes - availableBytes of the /dev/shm volume in the
 // kubelet's Summary API (monitor/shm_usage.h says why never usedBytes).
-#include "cli/top.h"
+#include "cli/top_command.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,11 +14,11 @@
 #include <thread>
 
 #include "base/text.h"
-#include "cli/command.h"
+#include "cli/shared.h"
 #include "cli/exit_codes.h"
-#include "cli/kube_stats.h"
 #include "kube/access.h"
 #include "monitor/shm_usage.h"
+#include "scrape/reads.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::cli {
@@ -32,10 +32,10 @@ std::map<std::string, std::string> read_nodes(const kube::Access& access, const 
   std::set<std::string> names;
   for (const auto& p : pods)
     if (!p.node.empty() && !p.volume.empty()) names.insert(p.node);
-  std::vector<NodeTarget> nodes;
+  std::vector<kube::NodeTarget> nodes;
   for (const auto& n : names) nodes.push_back({n, std::nullopt});
   std::map<std::string, std::string> failed;
-  for (const auto& s : read_summaries(access, nodes, pods, a.timeout_s, 16))
+  for (const auto& s : scrape::read_summaries(scrape::summary_reader(access, a.timeout_s), nodes, pods, 16))
     if (!s.ok) failed[s.node] = s.error;
   return failed;
 }
@@ -150,9 +150,9 @@ int run_top(const TopArgs& a, const config::Config& cfg) {
   auto access = kube::load_access(a.kubeconfig, a.context);
   if (!access) return fail("top", access.error());
   const std::string ns = a.namespace_name.empty() ? "default" : a.namespace_name;
-  const PodQuery query{a.all_namespaces, ns, a.selector};
-  const monitor::Judge judge = load_judge(*access, cfg, a.webhook_configuration, query, a.timeout_s);
-  auto pods = list_pods(*access, query, a.timeout_s, &judge);
+  const scrape::PodQuery query{a.all_namespaces, ns, a.selector};
+  const monitor::Judge judge = scrape::load_judge(*access, cfg, a.webhook_configuration, query, a.timeout_s);
+  auto pods = scrape::list_pods(*access, query, a.timeout_s, &judge);
   if (!pods) return fail("top", pods.error());
   auto failed = read_nodes(*access, a, *pods);
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(*watch_s);

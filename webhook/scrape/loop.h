@@ -1,9 +1,10 @@
-// `shmguard monitor`: the chart's optional Deployment (monitor.enabled), or with --node-name one
-// agent per node (monitor.mode: daemonset). It keeps the running pods from a watch (a list, then a
-// watch from its resourceVersion: kube_stats.h PodWatcher; the agent's is field-selected to its
-// node), and on a period reads the kubelets' Summary API in parallel (`nodes/stats`, as
-// metrics-server does; the agent reads its own kubelet only), keeps each pod's peak while it lives,
-// serves Prometheus metrics, and writes an Event on a pod the first time its /dev/shm reaches 90%.
+// The monitor's loop (`shmguard monitor`): the chart's optional Deployment (monitor.enabled), or
+// with --node-name one agent per node (monitor.mode: daemonset). It keeps the running pods from a
+// watch (a list, then a watch from its resourceVersion: pod_watcher.h; the agent's is
+// field-selected to its node), and on a period reads the kubelets' Summary API in parallel
+// (`nodes/stats`, as metrics-server does; the agent reads its own kubelet only: kubelets.h), keeps
+// each pod's peak while it lives, serves Prometheus metrics, and writes an Event on a pod the first
+// time its /dev/shm reaches 90% (events.h).
 // Every running pod is judged by the engine once per version of it: a training pod without the
 // /dev/shm shmguard would give it is reported unprotected, with why (monitor/protection.h), in the
 // metrics and an Event.
@@ -11,11 +12,12 @@
 
 #include <string>
 
+#include "base/result.h"
 #include "config/config.h"
 
-namespace shmguard::cli {
+namespace shmguard::scrape {
 
-struct MonitorArgs {
+struct LoopOptions {
   std::string kubeconfig, context;     // default: in-cluster
   std::string listen = "0.0.0.0:9090";  // /metrics and /healthz (plain HTTP)
   int period_s = 30;                    // between cycles (the kubelet refreshes volume stats every 1m by default)
@@ -34,18 +36,8 @@ struct MonitorArgs {
   int watch_timeout_s = 300;            // the pod watch's timeoutSeconds
 };
 
-int run_monitor(const MonitorArgs& a, const config::Config& cfg);
+// Runs until SIGTERM or SIGINT (or `cycles`); the failure says why it could not start (flags,
+// kubeconfig, --kubelet-ca, --listen).
+Status run_monitor(const LoopOptions& a, const config::Config& cfg);
 
-// `shmguard monitor --check URL` (the chart's `helm test`): asks a running monitor for its metrics
-// until it has done a cycle and, with `expect_pod`, reports that pod's /dev/shm (so the pod list,
-// the kubelet's authentication and authorization of the monitor's token, and the summary all
-// worked). Exit 0 with what it saw; 1 when the time runs out, naming what was missing and each
-// node's failed scrapes.
-struct MonitorCheckArgs {
-  std::string url;         // http://HOST:PORT of the monitor's listener
-  std::string expect_pod;  // NAMESPACE/NAME, or ""
-  int timeout_s = 180;
-};
-int run_monitor_check(const MonitorCheckArgs& a);
-
-}  // namespace shmguard::cli
+}  // namespace shmguard::scrape
