@@ -24,7 +24,7 @@ TRAINJOB = CORPUS / "kubeflow__trainer" / "examples__yaml-examples__torch__mnist
 
 
 def top_item(ns, pod, kind, owner, peak, size, limit=True):
-    """One pod as `shmguard top -o json` writes it (webhook/cli/top.cpp)."""
+    """One pod as `shmguard top -o json` writes it (webhook/cli/top_command.cpp)."""
     return {"namespace": ns, "pod": pod, "node": "gpu-1", "owner": {"kind": kind, "name": owner}, "volume": "shmguard-dshm",
             "sizeLimitBytes": size if limit else None, "mountedBytes": size, "usedBytes": peak // 2, "peakBytes": peak,
             "usedPercent": 50, "peakPercent": 90}

@@ -11,7 +11,7 @@
 
 #include "base/parallel.h"
 #include "base/text.h"
-#include "cli/files.h"
+#include "files/walk.h"
 #include "cli/report.h"
 
 namespace shmguard::cli {
@@ -112,15 +112,15 @@ bool excluded(const std::vector<ExcludeGlob>& globs, std::string_view path, std:
 Result<std::vector<std::string>> input_files(const ManifestArgs& a) {
   std::vector<ExcludeGlob> globs;
   for (const auto& g : a.excludes) globs.push_back(parse_exclude(g));
-  SkipPath skip;
+  files::SkipPath skip;
   if (!globs.empty())
     skip = [&globs](std::string_view path, std::string_view relative, bool directory) {
       return excluded(globs, path, relative, directory);
     };
-  auto files = expand_inputs(a.files, skip);
-  if (!files) return files;
-  if (files->empty()) return Failure{"no input files found in " + a.files.front()};
-  return files;
+  auto found = files::expand_inputs(a.files, skip);
+  if (!found) return found;
+  if (found->empty()) return Failure{"no input files found in " + a.files.front()};
+  return found;
 }
 
 void add_input_flags(CLI::App& c, ManifestArgs& a, const std::string& observed_help) {

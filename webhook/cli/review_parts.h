@@ -1,5 +1,5 @@
-// What `shmguard review`'s two ways of asking share (review.cpp asks the webhook, api_review.cpp
-// the API server): the URL, the pods to send, and how an answered pod reads.
+// What `shmguard review`'s two ways of asking share (review_command.cpp asks the webhook,
+// review_through_api.cpp the API server): the URL, the pods to send, and how an answered pod reads.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "cli/review.h"
+#include "cli/review_command.h"
 
 namespace shmguard::cli {
 

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "cli/command.h"
+#include "cli/shared.h"
 #include "server/log.h"
 #include "server/server.h"
 
