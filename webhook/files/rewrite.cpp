@@ -143,10 +143,10 @@ Status rewrite_all(const std::vector<std::pair<RewritePlan, std::string>>& chang
         if (kept) kept->push_back(changes[j].first.path);
       }
     }
-    std::string msg = done.error() + "; ";
-    if (back.empty() && lost.empty()) msg += "nothing was written";
+    std::string msg = done.error();
+    if (back.empty() && lost.empty()) msg += "; nothing was written";
     if (!back.empty()) {
-      msg += "the old content was put back in";
+      msg += "; the old content was put back in";
       for (auto it = back.rbegin(); it != back.rend(); ++it) msg += " " + *it;
     }
     for (const auto& l : lost) msg += "; NOT put back: " + l;
