@@ -25,3 +25,18 @@ TEST(ReadFile, TheWholeFileAnEmptyOneAndAMissingOneNamed) {
   ASSERT_FALSE(dir.ok());
   EXPECT_EQ(dir.error(), "/: cannot read: Is a directory");
 }
+
+TEST(Lowercase, AsciiOnlyWhateverTheLocale) {
+  EXPECT_EQ(lowercase("Content-Type: Application/JSON"), "content-type: application/json");
+  EXPECT_EQ(lowercase("PyTorchJob-Controller_1.x"), "pytorchjob-controller_1.x");
+  EXPECT_EQ(lowercase(""), "");
+  // Bytes past ASCII (UTF-8 here) are left as they are: "É" stays two bytes, unchanged.
+  EXPECT_EQ(lowercase("NVIDIA.COM/GPU \xc3\x89"), "nvidia.com/gpu \xc3\x89");
+}
+
+TEST(PrometheusLabel, BackslashQuoteAndLineFeedEscapedNothingElse) {
+  EXPECT_EQ(prometheus_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+  EXPECT_EQ(prometheus_label("team-a/bert\tx\r{}=,"), "team-a/bert\tx\r{}=,");  // only the three
+  EXPECT_EQ(prometheus_label(""), "");
+  EXPECT_EQ(prometheus_label("\\n"), "\\\\n");  // a backslash then n: the backslash escaped, not a line feed
+}
