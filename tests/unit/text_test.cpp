@@ -1,5 +1,6 @@
 // base/text.h: the one way a file is read whole, and the text helpers.
 #include "base/text.h"
+#include "base/shm_path.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -39,4 +40,14 @@ TEST(PrometheusLabel, BackslashQuoteAndLineFeedEscapedNothingElse) {
   EXPECT_EQ(prometheus_label("team-a/bert\tx\r{}=,"), "team-a/bert\tx\r{}=,");  // only the three
   EXPECT_EQ(prometheus_label(""), "");
   EXPECT_EQ(prometheus_label("\\n"), "\\\\n");  // a backslash then n: the backslash escaped, not a line feed
+}
+
+// base/shm_path.h: the one rule the engine, the monitor, the offline edits and observe read.
+TEST(ShmPath, DevShmWithAtMostOneTrailingSlash) {
+  static_assert(is_shm_path("/dev/shm") && is_shm_path("/dev/shm/"));
+  EXPECT_FALSE(is_shm_path("/dev/shm//"));
+  EXPECT_FALSE(is_shm_path("/dev/shmx"));
+  EXPECT_FALSE(is_shm_path("/dev/shm/x"));
+  EXPECT_FALSE(is_shm_path("/dev"));
+  EXPECT_FALSE(is_shm_path(""));
 }
