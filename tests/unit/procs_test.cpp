@@ -28,17 +28,6 @@ bool has_warning(const ProcsCount& p, const std::string& text) {
   return false;
 }
 
-TEST(ShellWords, QuotesSeparatorsAndContinuations) {
-  using V = std::vector<std::string>;
-  EXPECT_EQ(shell_words("pip install -r 'req s.txt' && torchrun --nproc_per_node=8 \"a b\".py"),
-            (V{"pip", "install", "-r", "req s.txt", ";", "torchrun", "--nproc_per_node=8", "a b.py"}));
-  EXPECT_EQ(shell_words("torchrun \\\n  --nproc-per-node 4 x.py # --nproc-per-node 9\nnext"),
-            (V{"torchrun", "--nproc-per-node", "4", "x.py", ";", "next"}));
-  EXPECT_EQ(shell_words("a;b|c||d"), (V{"a", ";", "b", ";", "c", ";", "d"}));
-  EXPECT_EQ(shell_words(""), V{});
-  EXPECT_EQ(shell_words("'unterminated"), V{"unterminated"});
-}
-
 TEST(Procs, DefaultIsOneWithNoSource) {
   auto p = count_procs(spec_of(container()), std::nullopt, std::nullopt, kAcc);
   EXPECT_EQ(p.count, 1u);

@@ -23,23 +23,23 @@ TEST(Recognize, OptOutWinsOverEverything) {
   auto r = recognize(pod({{"shmguard.io/inject", "false"}, {"training.kubeflow.org/job-name", "j"}},
                          {{"shmguard.io/batch-size", "32"}}, "pytorch/pytorch"),
                      cfg, true);
-  EXPECT_EQ(r.verdict, Verdict::kOptedOut);
+  EXPECT_EQ(r.verdict, RecognitionVerdict::kOptedOut);
   EXPECT_EQ(recognize(pod(nullptr, {{"shmguard.io/inject", "False"}}, "pytorch/pytorch"), cfg).verdict,
-            Verdict::kOptedOut);
+            RecognitionVerdict::kOptedOut);
 }
 
 TEST(Recognize, HostIpcBeatsOptIn) {
   auto r = recognize(pod({{"shmguard.io/inject", "true"}}, nullptr, "pytorch/pytorch", true), cfg);
-  EXPECT_EQ(r.verdict, Verdict::kHostIPC);
+  EXPECT_EQ(r.verdict, RecognitionVerdict::kHostIPC);
 }
 
 TEST(Recognize, OptInAndSizingAnnotations) {
-  EXPECT_EQ(recognize(pod({{"shmguard.io/inject", "true"}}, nullptr), cfg).verdict, Verdict::kTraining);
-  EXPECT_EQ(recognize(pod(nullptr, {{"shmguard.io/inject", "true"}}), cfg).verdict, Verdict::kTraining);
+  EXPECT_EQ(recognize(pod({{"shmguard.io/inject", "true"}}, nullptr), cfg).verdict, RecognitionVerdict::kTraining);
+  EXPECT_EQ(recognize(pod(nullptr, {{"shmguard.io/inject", "true"}}), cfg).verdict, RecognitionVerdict::kTraining);
   for (const char* key : {"shmguard.io/batch-size", "shmguard.io/num-workers", "shmguard.io/sample-size",
                           "shmguard.io/prefetch-factor", "shmguard.io/procs-per-pod", "shmguard.io/size"}) {
     auto r = recognize(pod(nullptr, {{key, "garbage"}}), cfg);
-    EXPECT_EQ(r.verdict, Verdict::kTraining) << key;
+    EXPECT_EQ(r.verdict, RecognitionVerdict::kTraining) << key;
     EXPECT_EQ(r.because, std::string("annotation ") + key);
   }
 }
@@ -47,42 +47,42 @@ TEST(Recognize, OptInAndSizingAnnotations) {
 TEST(Recognize, LabelKeys) {
   for (const char* key : {"training.kubeflow.org/job-name", "training.kubeflow.org/replica-type"}) {
     auto r = recognize(pod({{key, "x"}}, nullptr), cfg);
-    EXPECT_EQ(r.verdict, Verdict::kTraining) << key;
+    EXPECT_EQ(r.verdict, RecognitionVerdict::kTraining) << key;
     EXPECT_EQ(r.because, std::string("label ") + key);
   }
-  EXPECT_EQ(recognize(pod({{"app", "web"}}, nullptr), cfg).verdict, Verdict::kNotTraining);
+  EXPECT_EQ(recognize(pod({{"app", "web"}}, nullptr), cfg).verdict, RecognitionVerdict::kNotTraining);
 }
 
 TEST(Recognize, LabelKeyEqualsValue) {
   // Kubeflow Trainer's trainer step is a training pod; its initializer steps run no DataLoader.
   const char* step = "trainer.kubeflow.org/trainjob-ancestor-step";
   auto r = recognize(pod({{step, "trainer"}}, nullptr), cfg);
-  EXPECT_EQ(r.verdict, Verdict::kTraining);
+  EXPECT_EQ(r.verdict, RecognitionVerdict::kTraining);
   EXPECT_EQ(r.because, "label trainer.kubeflow.org/trainjob-ancestor-step=trainer");
   for (const char* other : {"dataset-initializer", "model-initializer", "trainerx", ""})
-    EXPECT_EQ(recognize(pod({{step, other}}, nullptr), cfg).verdict, Verdict::kNotTraining) << other;
+    EXPECT_EQ(recognize(pod({{step, other}}, nullptr), cfg).verdict, RecognitionVerdict::kNotTraining) << other;
   config::SelectionConfig custom;
   custom.label_keys = {"team=ml", "gpu"};
-  EXPECT_EQ(recognize(pod({{"team", "ml"}}, nullptr), custom).verdict, Verdict::kTraining);
-  EXPECT_EQ(recognize(pod({{"team", "web"}}, nullptr), custom).verdict, Verdict::kNotTraining);
-  EXPECT_EQ(recognize(pod({{"gpu", "anything"}}, nullptr), custom).verdict, Verdict::kTraining);
+  EXPECT_EQ(recognize(pod({{"team", "ml"}}, nullptr), custom).verdict, RecognitionVerdict::kTraining);
+  EXPECT_EQ(recognize(pod({{"team", "web"}}, nullptr), custom).verdict, RecognitionVerdict::kNotTraining);
+  EXPECT_EQ(recognize(pod({{"gpu", "anything"}}, nullptr), custom).verdict, RecognitionVerdict::kTraining);
 }
 
 TEST(Recognize, Images) {
   for (const char* img : {"pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime", "nvcr.io/nvidia/pytorch:24.05-py3",
                           "registry.local:5000/ml/pytorch-train@sha256:0123abcd",
                           "registry.local:5000/ml/pytorch-train:1.0@sha256:0123abcd", "ghcr.io/org/my-pytorch"}) {
-    EXPECT_EQ(recognize(pod(nullptr, nullptr, img), cfg).verdict, Verdict::kTraining) << img;
+    EXPECT_EQ(recognize(pod(nullptr, nullptr, img), cfg).verdict, RecognitionVerdict::kTraining) << img;
   }
   // "pytorch" only in the tag or the registry port does not count.
   for (const char* img : {"rayproject/ray-ml:2.9.0-pytorch", "nginx:1.25", "busybox@sha256:pytorch"}) {
-    EXPECT_EQ(recognize(pod(nullptr, nullptr, img), cfg).verdict, Verdict::kNotTraining) << img;
+    EXPECT_EQ(recognize(pod(nullptr, nullptr, img), cfg).verdict, RecognitionVerdict::kNotTraining) << img;
   }
 }
 
 TEST(Recognize, InvalidInjectValueWarnsAndFallsThrough) {
   auto r = recognize(pod({{"shmguard.io/inject", "maybe"}}, nullptr, "pytorch/pytorch"), cfg);
-  EXPECT_EQ(r.verdict, Verdict::kTraining);
+  EXPECT_EQ(r.verdict, RecognitionVerdict::kTraining);
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].text.find("maybe"), std::string::npos);
 }
@@ -90,9 +90,9 @@ TEST(Recognize, InvalidInjectValueWarnsAndFallsThrough) {
 TEST(Recognize, WrongTypesAreIgnoredNotFatal) {
   json p = {{"metadata", {{"labels", json::array({1, 2})}, {"annotations", "x"}}},
             {"spec", {{"containers", "nope"}, {"hostIPC", "yes"}}}};
-  EXPECT_EQ(recognize(p, cfg).verdict, Verdict::kNotTraining);
-  EXPECT_EQ(recognize(json(42), cfg).verdict, Verdict::kNotTraining);
-  EXPECT_EQ(recognize(json::array(), cfg).verdict, Verdict::kNotTraining);
+  EXPECT_EQ(recognize(p, cfg).verdict, RecognitionVerdict::kNotTraining);
+  EXPECT_EQ(recognize(json(42), cfg).verdict, RecognitionVerdict::kNotTraining);
+  EXPECT_EQ(recognize(json::array(), cfg).verdict, RecognitionVerdict::kNotTraining);
 }
 
 TEST(ImageRepository, StripsTagAndDigestKeepsPort) {
@@ -125,7 +125,7 @@ TEST(Recognize, EveryTableKeyIsKnownAndEverySizingKeyMakesATrainingPod) {
   for (const auto& row : annotation_table()) {
     auto r = recognize(pod(nullptr, {{std::string(row.key), row.kind == AnnotationKind::kBool ? "true" : "1"}}), cfg);
     for (const auto& w : r.warnings) EXPECT_EQ(w.text.find("unknown annotation"), std::string::npos) << row.key;
-    EXPECT_EQ(r.verdict == Verdict::kTraining, row.sizing || row.key == kInjectKey) << row.key;
+    EXPECT_EQ(r.verdict == RecognitionVerdict::kTraining, row.sizing || row.key == kInjectKey) << row.key;
     EXPECT_EQ(find_annotation(row.key), &row);
   }
   EXPECT_EQ(find_annotation("shmguard.io/batchsize"), nullptr);
@@ -157,7 +157,7 @@ TEST(Recognize, KubeflowKindsThatAreNotPyTorchNeedSomethingThatSaysPyTorch) {
   // A JAXJob's pod as the training operator makes it: the same job-name label as a PyTorchJob's.
   json labels = {{"training.kubeflow.org/job-name", "jax-mnist"}, {"training.kubeflow.org/operator-name", "jaxjob-controller"}};
   auto r = recognize(pod(labels, nullptr, "docker.io/kubeflow/jaxjob-dist-spmd-mnist"), cfg);
-  EXPECT_EQ(r.verdict, Verdict::kNotTraining);
+  EXPECT_EQ(r.verdict, RecognitionVerdict::kNotTraining);
   EXPECT_EQ(r.not_pytorch_kind, "JAXJob");
   EXPECT_EQ(r.because, "JAXJob, and no PyTorch image, command or annotation");
   // The controller ownerReference says the same; offline the owner's kind does.
@@ -165,19 +165,19 @@ TEST(Recognize, KubeflowKindsThatAreNotPyTorchNeedSomethingThatSaysPyTorch) {
   owned["metadata"]["ownerReferences"] = {{{"apiVersion", "kubeflow.org/v1"}, {"kind", "TFJob"}, {"name", "t"}}};
   EXPECT_EQ(recognize(owned, cfg).not_pytorch_kind, "TFJob");
   EXPECT_EQ(recognize(pod(nullptr, nullptr), cfg, {.assume_training = true, .owner_kind = "XGBoostJob"}).verdict,
-            Verdict::kNotTraining);
+            RecognitionVerdict::kNotTraining);
   // A PyTorch image, command or annotation makes it training.
-  EXPECT_EQ(recognize(pod(labels, nullptr, "pytorch/pytorch:2.4"), cfg).verdict, Verdict::kTraining);
+  EXPECT_EQ(recognize(pod(labels, nullptr, "pytorch/pytorch:2.4"), cfg).verdict, RecognitionVerdict::kTraining);
   json torchrun = running({"torchrun", "--nproc_per_node=2", "train.py"});
   torchrun["metadata"]["labels"] = labels;
   EXPECT_EQ(recognize(torchrun, cfg).because, "command torchrun in command");
-  EXPECT_EQ(recognize(pod(labels, {{"shmguard.io/num-workers", "4"}}), cfg).verdict, Verdict::kTraining);
+  EXPECT_EQ(recognize(pod(labels, {{"shmguard.io/num-workers", "4"}}), cfg).verdict, RecognitionVerdict::kTraining);
 }
 
 TEST(Recognize, ATrainingJobsTemplateNamesTheLabelItsPodsWillCarry) {
   // Offline and the webhook name the same rule in the sizing text.
   auto r = recognize(pod(nullptr, nullptr), cfg, {.assume_training = true, .owner_kind = "PyTorchJob"});
-  EXPECT_EQ(r.verdict, Verdict::kTraining);
+  EXPECT_EQ(r.verdict, RecognitionVerdict::kTraining);
   EXPECT_EQ(r.because, "template of a training job (PyTorchJob)");
   EXPECT_EQ(r.rule, "label training.kubeflow.org/job-name");
   EXPECT_EQ(recognize(pod({{"training.kubeflow.org/job-name", "j"}}, nullptr), cfg).rule, r.rule);
@@ -190,28 +190,28 @@ TEST(Recognize, ATrainingJobsTemplateNamesTheLabelItsPodsWillCarry) {
 TEST(Recognize, ServingImagesAreNotTrainingByTheImageRule) {
   for (const char* image : {"pytorch/torchserve-nightly:latest-gpu", "pytorch/torchserve:0.12.0"}) {
     auto r = recognize(pod(nullptr, nullptr, image), cfg);
-    EXPECT_EQ(r.verdict, Verdict::kNotTraining) << image;
+    EXPECT_EQ(r.verdict, RecognitionVerdict::kNotTraining) << image;
   }
   // A serving command in a pytorch image: still not training.
   EXPECT_EQ(recognize(running({"torchserve", "--start"}, nullptr, "pytorch/pytorch:2.4"), cfg).verdict,
-            Verdict::kNotTraining);
+            RecognitionVerdict::kNotTraining);
   // The list is configured.
   config::SelectionConfig plain = cfg;
   plain.serving_names.clear();
-  EXPECT_EQ(recognize(pod(nullptr, nullptr, "pytorch/torchserve:0.12.0"), plain).verdict, Verdict::kTraining);
+  EXPECT_EQ(recognize(pod(nullptr, nullptr, "pytorch/torchserve:0.12.0"), plain).verdict, RecognitionVerdict::kTraining);
 }
 
 TEST(Recognize, ArgsOnlyLaunchersAndHuggingFaceFlags) {
   // torchelastic's sample: the image's entrypoint is the launcher, args start with its flags.
   auto r = recognize(running(nullptr, {"--nproc_per_node=8", "main.py", "--batch-size=32", "--workers=4"}), cfg);
-  EXPECT_EQ(r.verdict, Verdict::kTraining) << r.because;
+  EXPECT_EQ(r.verdict, RecognitionVerdict::kTraining) << r.because;
   for (const char* flag : {"--dataloader_num_workers=8", "--dataloader-num-workers=8"}) {
     auto hf = recognize(running({"python", "train.py", flag}), cfg);
-    EXPECT_EQ(hf.verdict, Verdict::kTraining) << flag;
+    EXPECT_EQ(hf.verdict, RecognitionVerdict::kTraining) << flag;
   }
   // PyTorch's ImageNet example's short flag, on a Python command line only.
-  EXPECT_EQ(recognize(running({"python", "main.py", "-j", "8", "-b", "128"}), cfg).verdict, Verdict::kTraining);
-  EXPECT_EQ(recognize(running({"make", "-j", "8"}), cfg).verdict, Verdict::kNotTraining);
+  EXPECT_EQ(recognize(running({"python", "main.py", "-j", "8", "-b", "128"}), cfg).verdict, RecognitionVerdict::kTraining);
+  EXPECT_EQ(recognize(running({"make", "-j", "8"}), cfg).verdict, RecognitionVerdict::kNotTraining);
 }
 
 TEST(Recognize, InferenceWithTensorParallelInOnePod) {
@@ -219,17 +219,17 @@ TEST(Recognize, InferenceWithTensorParallelInOnePod) {
                       "vllm/vllm-openai:v0.6.3");
   vllm["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "4"}}}};
   auto r = recognize(vllm, cfg);
-  EXPECT_EQ(r.verdict, Verdict::kInference);
+  EXPECT_EQ(r.verdict, RecognitionVerdict::kInference);
   EXPECT_EQ(r.tensor_parallel, 4u);
   EXPECT_EQ(r.accelerators, 4u);
   // Fewer accelerators than ranks: the ranks are elsewhere, nothing shared in this pod.
   vllm["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1";
-  EXPECT_EQ(recognize(vllm, cfg).verdict, Verdict::kNotTraining);
+  EXPECT_EQ(recognize(vllm, cfg).verdict, RecognitionVerdict::kNotTraining);
   // The off switch.
   vllm["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "4";
-  EXPECT_EQ(recognize(vllm, cfg, {.assume_training = false, .mpi_launcher = false, .owner_kind = {}, .inference = false}).verdict, Verdict::kNotTraining);
+  EXPECT_EQ(recognize(vllm, cfg, {.assume_training = false, .mpi_launcher = false, .owner_kind = {}, .inference = false}).verdict, RecognitionVerdict::kNotTraining);
   // Other accelerator names count (a configured glob list).
   json tgi = running({"text-generation-launcher", "--num-shard", "2"}, nullptr, "ghcr.io/huggingface/text-generation-inference:2.4");
   tgi["spec"]["containers"][0]["resources"] = {{"limits", {{"amd.com/gpu", "2"}}}};
-  EXPECT_EQ(recognize(tgi, cfg).verdict, Verdict::kInference);
+  EXPECT_EQ(recognize(tgi, cfg).verdict, RecognitionVerdict::kInference);
 }

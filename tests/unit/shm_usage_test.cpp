@@ -35,13 +35,13 @@ TEST(ShmUsage, UsedIsCapacityMinusAvailableNeverTheKubeletsUsedBytes) {
   ASSERT_EQ(pods.size(), 1u);
   EXPECT_EQ(pods[0].size_limit, 2ULL << 30);
   EXPECT_FALSE(pods[0].capacity);
-  EXPECT_EQ(monitor::verdict(pods[0], {}), monitor::Verdict::kUnknown);
+  EXPECT_EQ(monitor::verdict(pods[0], {}), monitor::UsageVerdict::kUnknown);
   EXPECT_EQ(monitor::apply_summary(pods, "node-a", summary()), 1u);
   EXPECT_EQ(pods[0].capacity, 2147483648ULL);
   EXPECT_EQ(pods[0].used, 604061696ULL);
   EXPECT_EQ(pods[0].du_bytes, 0u);
   EXPECT_EQ(pods[0].peak, 604061696ULL);
-  EXPECT_EQ(monitor::verdict(pods[0], {}), monitor::Verdict::kOk);
+  EXPECT_EQ(monitor::verdict(pods[0], {}), monitor::UsageVerdict::kOk);
   EXPECT_FALSE(monitor::suggestion(pods[0], {}));
 }
 
@@ -80,18 +80,18 @@ TEST(ShmUsage, NearlyFullAndOversizedGetTheSizeThePeakNeeds) {
   p.capacity = 2ULL << 30;
   p.used = p.capacity.value() / 100 * 95;
   p.peak = *p.used;
-  EXPECT_EQ(monitor::verdict(p, {}), monitor::Verdict::kNearlyFull);
+  EXPECT_EQ(monitor::verdict(p, {}), monitor::UsageVerdict::kNearlyFull);
   EXPECT_EQ(monitor::suggestion(p, {}), sizing::size_for_peak(p.peak, {}));
   EXPECT_GT(*monitor::suggestion(p, {}), *p.capacity);
 
   p.capacity = 64ULL << 30;  // 64Gi mounted, 300Mi used at most: needs 450Mi -> the 1Gi min
   p.used = 100ULL << 20;
   p.peak = 300ULL << 20;
-  EXPECT_EQ(monitor::verdict(p, {}), monitor::Verdict::kOversized);
+  EXPECT_EQ(monitor::verdict(p, {}), monitor::UsageVerdict::kOversized);
   EXPECT_EQ(monitor::suggestion(p, {}), 1ULL << 30);
 
   p.capacity = 2ULL << 30;  // a peak of 300Mi in 2Gi: within 4x of what it needs
-  EXPECT_EQ(monitor::verdict(p, {}), monitor::Verdict::kOk);
+  EXPECT_EQ(monitor::verdict(p, {}), monitor::UsageVerdict::kOk);
 }
 
 // A node as the API server lists it: the kubelet's address and port from status; the images and

@@ -64,10 +64,6 @@ TEST(Tracker, WarnsOncePerPodWhenItFirstReaches90Percent) {
   EXPECT_TRUE(t.newly_full().empty());
 }
 
-TEST(Tracker, LabelValuesAreEscaped) {
-  EXPECT_EQ(monitor::label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
-}
-
 TEST(Tracker, TheExpositionReadsBackWithItsLabelsUnescaped) {
   monitor::Tracker t;
   t.update({pod("a", 500)}, {{"n1", true, ""}, {"n2", false, "timeout"}}, 100);

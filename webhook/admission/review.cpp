@@ -8,6 +8,7 @@
 #include "admission/response.h"
 #include "base/enum_table.h"
 #include "base/limits.h"
+#include "inject/annotations.h"
 #include "inject/inject.h"
 #include "base/json_fields.h"
 #include "sizing/quantity.h"
@@ -51,7 +52,7 @@ constexpr DecisionRow kDecisionTable[] = {
     {.decision = Decision::kAudit, .name = "audit"},       {.decision = Decision::kSkipped, .name = "skipped"},
     {.decision = Decision::kError, .name = "error"},       {.decision = Decision::kRejected, .name = "rejected"},
 };
-static_assert(in_enum_order(kDecisionTable, &DecisionRow::decision, static_cast<std::size_t>(Decision::kRejected) + 1),
+static_assert(in_enum_order(kDecisionTable, &DecisionRow::decision, static_cast<std::size_t>(Decision::kCount)),
               "kDecisionTable: one row for every Decision, in Decision's order");
 }  // namespace
 
@@ -124,7 +125,7 @@ std::string jobset_to_ask(const json& pod) {
   if (!md) return "";
   if (const json* an = object_at(*md, "annotations"))
     for (const auto& [k, v] : an->items())
-      if (k.starts_with("shmguard.io/")) return "";
+      if (k.starts_with(inject::kAnnotationPrefix)) return "";
   const json* labels = object_at(*md, "labels");
   std::string name = labels ? str_field(*labels, kJobSetNameLabel) : "";
   // Admission runs before validation: a label value that is no object name (a DNS subdomain's

@@ -16,7 +16,7 @@
 namespace shmguard::admission {
 
 // What the webhook did with a request. Strings only at the edges (logs, metric labels).
-enum class Decision { kInjected, kUpdated, kAudit, kSkipped, kError, kRejected };
+enum class Decision { kInjected, kUpdated, kAudit, kSkipped, kError, kRejected, kCount };
 const char* decision_name(Decision d);
 
 // What one admission call produced, for the HTTP layer, the log and the metrics.

@@ -4,6 +4,6 @@
 
 namespace shmguard {
 
-enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kCount };
 
 }  // namespace shmguard

@@ -20,8 +20,14 @@ std::string_view trim_end(std::string_view text);
 // A value safe to echo in a warning: control characters replaced, at most `max` characters.
 std::string printable(std::string_view value, std::size_t max = 40);
 
-// ASCII lowercase (label values, booleans, key spellings: never locale-dependent).
+// ASCII lowercase (label values, booleans, key spellings, HTTP header names: never
+// locale-dependent). The one lowercasing in webhook/ (tests/e2e/test_layering.py).
 std::string lowercase(std::string_view text);
+
+// A Prometheus label value as the text exposition format writes it between its quotes: backslash,
+// double quote and line feed escaped (\\, \", \n), every other byte as it is. The webhook's and the
+// monitor's metrics both write their labels with it.
+std::string prometheus_label(std::string_view value);
 
 // Shell-style glob: '*' matches any run of characters (including '/'), '?' one character.
 bool glob_match(std::string_view pattern, std::string_view text);

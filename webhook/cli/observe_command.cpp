@@ -16,7 +16,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/shm_path.h"
 #include "cli/flags.h"
+#include "inject/annotations.h"
 #include "manifests/yaml_doc.h"
 #include "measure/private_shm.h"
 #include "measure/sampler.h"
@@ -26,7 +28,7 @@ namespace shmguard::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kShm = "/dev/shm";
+constexpr const char* kShm = kShmPath;  // base/shm_path.h
 
 // An optional count flag: `dflt` when not given.
 Result<std::uint64_t> optional_count(const std::string& flag, const std::string& text, std::uint64_t dflt,
@@ -125,13 +127,13 @@ void conclude(const ObserveArgs& a, const config::Config& cfg, const Counts& n, 
   nlohmann::json ann = nlohmann::json::object();  // annotation values are strings: "64" comes out quoted
   if (!a.batch.empty()) {
     r.sample_size = implied_sample_size(r.peak, n.batch, n.workers, n.prefetch, n.procs);
-    ann["shmguard.io/batch-size"] = std::to_string(n.batch);
-    ann["shmguard.io/num-workers"] = std::to_string(n.workers);
-    ann["shmguard.io/sample-size"] = sizing::format_quantity(round_up(*r.sample_size, sizing::kKi));
-    if (!a.prefetch.empty()) ann["shmguard.io/prefetch-factor"] = std::to_string(n.prefetch);
-    if (!a.procs.empty()) ann["shmguard.io/procs-per-pod"] = std::to_string(n.procs);
+    ann[inject::kBatchSizeKey] = std::to_string(n.batch);
+    ann[inject::kNumWorkersKey] = std::to_string(n.workers);
+    ann[inject::kSampleSizeKey] = sizing::format_quantity(round_up(*r.sample_size, sizing::kKi));
+    if (!a.prefetch.empty()) ann[inject::kPrefetchKey] = std::to_string(n.prefetch);
+    if (!a.procs.empty()) ann[inject::kProcsKey] = std::to_string(n.procs);
   } else {
-    ann["shmguard.io/size"] = sizing::format_quantity(r.recommended);
+    ann[inject::kSizeKey] = sizing::format_quantity(r.recommended);
   }
   auto yaml = manifests::render({{"metadata", {{"annotations", ann}}}}, {.name_first = false});
   r.yaml = yaml ? *yaml : "";

@@ -236,7 +236,7 @@ constexpr FormatRow kFormatTable[] = {
     {.format = Format::kGithub, .name = "github"},
 };
 const std::size_t kFormatCount = std::size(kFormatTable);
-static_assert(in_enum_order(kFormatTable, &FormatRow::format, static_cast<std::size_t>(Format::kGithub) + 1),
+static_assert(in_enum_order(kFormatTable, &FormatRow::format, static_cast<std::size_t>(Format::kCount)),
               "kFormatTable: one row for every Format, in Format's order");
 
 std::vector<std::string> format_names() {
@@ -347,6 +347,7 @@ void render(std::ostream& os, Format f, const std::vector<Record>& records, cons
     case Format::kJunit: return render_junit(os, records, totals, fail_on);
     case Format::kSarif: return render_sarif(os, records, fail_on);
     case Format::kGithub: return render_github(os, records, fail_on);
+    case Format::kCount: return;
   }
 }
 

@@ -90,7 +90,7 @@ struct Totals {
   std::vector<std::string> observed_without_document;  // --observed owners no template matched
 };
 
-enum class Format { kText, kJson, kJunit, kSarif, kGithub };
+enum class Format { kText, kJson, kJunit, kSarif, kGithub, kCount };
 struct FormatRow {
   Format format;
   const char* name;  // `check -o NAME`

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/launchers.h"
 #include "base/result.h"
 #include "sizing/formula.h"
 
@@ -28,13 +29,8 @@ struct SelectionConfig {
   // of these PyTorch launchers or trainers is a training pod. The first word is the program ("python"
   // stands for any python3.x), the others follow it in order. A Python line passing DataLoader
   // workers above 0 (--num-workers, --num_workers, --workers) is one too.
-  std::vector<std::string> commands{
-      "torchrun",      "python -m torch.distributed.run", "python -m torch.distributed.launch",
-      "accelerate launch", "python -m accelerate.commands.launch",
-      "deepspeed",     "python -m deepspeed.launcher.runner", "dlrover-run",
-      "tune run",      "python -m axolotl.cli.train",     "axolotl train",
-      "composer",
-  };
+  // The default is every row's of base/launchers.h, the one list of the launchers shmguard knows.
+  std::vector<std::string> commands = default_launcher_commands();
   // Serving programs and images: an image whose repository contains one of these names, or a
   // container running one (its program, or `python -m <name>...`), is never a training pod by the
   // image rule (pytorch/torchserve is an inference server). A serving command line with a tensor

@@ -1,5 +1,6 @@
 // The injection engine: pod JSON + Config -> decision, size, patched pod, JSON patch, warnings.
-// Pure: no I/O, no logging. The webhook, `mutate` and `check` all call inject_pod().
+// Pure: no I/O, no logging. The webhook, `mutate` and `check` all call inject_pod(). The decision
+// is inject.cpp; what it reads off the pod, pod_facts.h; the patch it builds, shm_patch.h.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +12,12 @@
 
 #include "base/reason.h"
 #include "config/config.h"
+#include "inject/pod_facts.h"  // kVolumeName: the volume shmguard adds
 #include "inject/procs.h"
 #include "inject/recognize.h"
 #include "sizing/formula.h"
 
 namespace shmguard::inject {
-
-inline constexpr const char* kVolumeName = "shmguard-dshm";
-inline constexpr const char* kShmPath = "/dev/shm";
 
 enum class Action {
   kInjected,        // patch adds the volume, mounts and annotations

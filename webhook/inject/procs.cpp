@@ -2,11 +2,10 @@
 #include "inject/procs.h"
 
 #include <algorithm>
-#include <array>
-#include <cctype>
 
-#include "inject/command.h"
+#include "inject/command_line.h"
 #include "base/json_fields.h"
+#include "base/launchers.h"
 #include "inject/recognize.h"
 #include "sizing/quantity.h"
 #include "base/text.h"
@@ -15,8 +14,6 @@ namespace shmguard::inject {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::string_view kSeparator = ";";
 
 // One place that says how many processes there are, before its value is understood.
 struct Candidate {
@@ -40,32 +37,36 @@ std::string container_name(const json& c) {
   return n.empty() ? "?" : printable(n);
 }
 
-// The launchers that start one process per GPU (or per what they are told) in a pod, and the flags
-// that say how many: the source's name is the launcher's and the flag's ("torchrun --nproc_per_node").
-struct LauncherProcs {
-  std::string_view name;                  // as the sizing text names it
-  std::vector<std::string_view> programs; // a word that starts it (a basename, or python's module)
-  std::vector<std::string_view> flags;    // the count
-  std::vector<std::string_view> divisor;  // accelerate: processes over machines
-};
-const std::vector<LauncherProcs>& launcher_table() {
-  static const std::vector<LauncherProcs> table{
-      {"torchrun", {"torchrun", "torch.distributed.run", "torch.distributed.launch", "-mtorch.distributed.run",
-                    "-mtorch.distributed.launch"}, {"--nproc_per_node", "--nproc-per-node"}, {}},
-      {"dlrover-run", {"dlrover-run"}, {"--nproc_per_node", "--nproc-per-node"}, {}},
-      {"accelerate launch", {"accelerate", "accelerate.commands.launch", "-maccelerate.commands.launch"},
-       {"--num_processes", "--num-processes"}, {"--num_machines", "--num-machines"}},
-      {"deepspeed", {"deepspeed", "deepspeed.launcher.runner", "-mdeepspeed.launcher.runner"}, {"--num_gpus", "--num-gpus"}, {}},
-  };
-  return table;
-}
-
-const LauncherProcs* launcher_of(const std::string& word) {
+// The launchers that start one process per GPU (or per what they are told) in a pod are the rows
+// of base/launchers.h with count flags: the source's name is the launcher's and the flag's
+// ("torchrun --nproc_per_node").
+const LauncherRow* launcher_of(const std::string& word) {
   const std::string_view base = program_name(word);
   for (const auto& l : launcher_table())
     for (auto p : l.programs)
       if (base == p || word == p) return &l;
   return nullptr;
+}
+
+// What a command or args item must contain for a launcher in it to give a count: a launcher's
+// program or count flag. The shortest of them (none holds another), built once from the table.
+const std::vector<std::string_view>& launcher_needles() {
+  static const std::vector<std::string_view> needles = [] {
+    std::vector<std::string_view> all, out;
+    for (const auto& l : launcher_table()) {
+      if (l.count_flags.empty()) continue;
+      all.insert(all.end(), l.programs.begin(), l.programs.end());
+      all.insert(all.end(), l.count_flags.begin(), l.count_flags.end());
+    }
+    for (auto n : all) {
+      const bool covered = std::any_of(all.begin(), all.end(), [&](std::string_view o) {
+        return o != n && n.find(o) != std::string_view::npos;
+      });
+      if (!covered && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    }
+    return out;
+  }();
+  return needles;
 }
 
 // The first of `flags` given from words[from] on in the same simple command, and its value.
@@ -81,14 +82,14 @@ std::optional<std::pair<std::string_view, std::string>> flag_from(const std::vec
 std::optional<Candidate> launcher_flag(const std::vector<std::string>& words, const json& container) {
   const bool entrypoint = runs_launcher_entrypoint(container);
   for (std::size_t i = 0; i < words.size(); ++i) {
-    const LauncherProcs* l = i == 0 && entrypoint ? &launcher_table().front() : launcher_of(words[i]);
-    if (!l) continue;
+    const LauncherRow* l = i == 0 && entrypoint ? &launcher_table().front() : launcher_of(words[i]);
+    if (!l || l->count_flags.empty()) continue;
     const std::size_t from = i == 0 && entrypoint ? 0 : i + 1;
-    auto count = flag_from(words, from, l->flags);
+    auto count = flag_from(words, from, l->count_flags);
     if (!count) continue;
     std::string raw = expand_env(count->second, container);
     std::string source = std::string(l->name) + " " + std::string(count->first);
-    if (auto machines = l->divisor.empty() ? std::nullopt : flag_from(words, from, l->divisor)) {
+    if (auto machines = l->divisor_flags.empty() ? std::nullopt : flag_from(words, from, l->divisor_flags)) {
       auto n = sizing::parse_count(raw);
       auto m = sizing::parse_count(expand_env(machines->second, container));
       source += " / " + std::string(machines->first);
@@ -106,8 +107,8 @@ std::vector<std::string> command_words(const json& container) {
   for (const char* field : {"command", "args"})
     if (const json* list = child(container, field); list && list->is_array())
       for (const auto& item : *list)
-        for (const char* name : {"torch", "dlrover", "accelerate", "deepspeed", "nproc"})
-          any = any || (item.is_string() && item.get_ref<const std::string&>().find(name) != std::string::npos);
+        for (std::string_view needle : launcher_needles())
+          any = any || (item.is_string() && item.get_ref<const std::string&>().find(needle) != std::string::npos);
   if (!any) return words;
   for (const char* field : {"command", "args"}) {
     const json* list = child(container, field);
@@ -211,66 +212,6 @@ std::optional<std::uint64_t> resolve(const Candidate& cand, std::uint64_t gpus, 
 }
 
 }  // namespace
-
-namespace {
-// Not a quote, a backslash, a command separator or a space: what shell_words copies as it is.
-bool plain_shell_char(char c) {
-  static constexpr auto kPlain = [] {
-    std::array<bool, 256> t{};
-    for (int i = 0; i < 256; ++i) t[static_cast<std::size_t>(i)] = true;
-    for (unsigned char x : std::string_view("'\"\\;&|\n \t\v\f\r")) t[x] = false;
-    return t;
-  }();
-  return kPlain[static_cast<unsigned char>(c)];
-}
-}  // namespace
-
-std::vector<std::string> shell_words(std::string_view s) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool in_word = false;
-  auto flush = [&] {
-    if (in_word) out.push_back(std::move(cur));
-    cur.clear();
-    in_word = false;
-  };
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '\'') {
-      const auto end = std::min(s.find('\'', i + 1), s.size());
-      cur.append(s.substr(i + 1, end - i - 1));
-      in_word = true;
-      i = end;
-    } else if (c == '"') {
-      for (++i; i < s.size() && s[i] != '"'; ++i) {
-        if (s[i] == '\\' && i + 1 < s.size()) ++i;
-        cur += s[i];
-      }
-      in_word = true;
-    } else if (c == '\\' && i + 1 < s.size()) {
-      if (s[++i] != '\n') {  // backslash-newline joins lines
-        cur += s[i];
-        in_word = true;
-      }
-    } else if (c == '#' && !in_word) {
-      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
-    } else if (c == ';' || c == '&' || c == '|' || c == '\n') {
-      flush();
-      if (out.empty() || out.back() != kSeparator) out.emplace_back(kSeparator);
-    } else if (std::isspace(static_cast<unsigned char>(c))) {
-      flush();
-    } else {
-      // A run of characters that are none of the above joins the word at once ('#' inside a word is one).
-      std::size_t end = i + 1;
-      while (end < s.size() && plain_shell_char(s[end])) ++end;
-      cur.append(s.substr(i, end - i));
-      in_word = true;
-      i = end - 1;
-    }
-  }
-  flush();
-  return out;
-}
 
 ProcsCount count_procs(const json& spec, std::optional<std::uint64_t> annotation,
                        const std::optional<OwnerProcs>& owner, const std::vector<std::string>& accelerators) {

@@ -50,8 +50,4 @@ AcceleratorCount accelerator_limit(const nlohmann::json& spec, const std::vector
 ProcsCount count_procs(const nlohmann::json& spec, std::optional<std::uint64_t> annotation,
                        const std::optional<OwnerProcs>& owner, const std::vector<std::string>& accelerators);
 
-// Words of a shell command line: quotes and backslashes resolved, `;`, `&&`, `||`, `|`, `&` and
-// line ends as the separator word ";", comments dropped. Enough to find a launcher's flags.
-std::vector<std::string> shell_words(std::string_view line);
-
 }  // namespace shmguard::inject

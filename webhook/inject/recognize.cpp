@@ -1,14 +1,13 @@
 // Training-pod recognition (see recognize.h).
 #include "inject/recognize.h"
 
-#include "inject/command.h"
+#include "inject/command_line.h"
 #include "inject/procs.h"
 #include "inject/serving.h"
 #include "base/json_fields.h"
 #include "base/text.h"
 
 #include <algorithm>
-#include <cctype>
 
 namespace shmguard::inject {
 namespace {
@@ -44,11 +43,9 @@ std::size_t distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-constexpr std::string_view kPrefix = "shmguard.io/";
-
 void warn_unknown_keys(const json& annotations, Recognition& r) {
   for (const auto& [key, value] : annotations.items()) {
-    if (key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    if (key.compare(0, kAnnotationPrefix.size(), kAnnotationPrefix) != 0) continue;
     if (find_annotation(key)) continue;
     std::string msg = "unknown annotation " + printable(key, 80);
     if (auto best = closest_known_key(key); !best.empty()) msg += "; did you mean " + best + "?";
@@ -70,8 +67,8 @@ std::string closest_known_key(std::string_view key) {
   auto squash = [](std::string_view s) {
     std::string o;
     for (char c : s)
-      if (c != '-' && c != '_' && c != '.') o += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return o;
+      if (c != '-' && c != '_' && c != '.') o += c;
+    return lowercase(o);
   };
   for (const auto& row : annotation_table())
     if (squash(row.key) == squash(key)) return std::string(row.key);
@@ -185,10 +182,10 @@ std::string not_pytorch_kind(const json* meta, const json* labels, const std::st
 }
 
 // The verdict and why; a training pod's rule is the command when rule 6 decided. Always true.
-bool decide(Recognition& r, Verdict v, std::string because) {
+bool decide(Recognition& r, RecognitionVerdict v, std::string because) {
   r.verdict = v;
   r.because = std::move(because);
-  if (v == Verdict::kTraining) r.rule = r.command.empty() ? r.because : r.command;
+  if (v == RecognitionVerdict::kTraining) r.rule = r.command.empty() ? r.because : r.command;
   return true;
 }
 
@@ -199,7 +196,7 @@ bool inference_rule(const json& spec, const std::vector<CommandLine>& lines, con
   if (!tp || tp->degree < 2) return false;
   const auto acc = accelerator_limit(spec, cfg.accelerators);
   if (acc.count < tp->degree) return false;  // ranks on other pods (or CPUs): no NCCL SHM in this one
-  r.verdict = Verdict::kInference;
+  r.verdict = RecognitionVerdict::kInference;
   r.rule = tp->as_written;
   r.because = "inference " + tp->as_written;
   r.tensor_parallel = tp->degree;
@@ -224,17 +221,17 @@ bool explicit_rules(Recognition& r, const json* labels, const json* annotations,
     r.warn("annotation shmguard.io/inject \"" + printable(ann_raw) + "\" is not true or false; ignored", kInjectKey);
   if (annotations) warn_unknown_keys(*annotations, r);
   // 1. Opt-out wins over everything. 2. hostIPC pods share the node's /dev/shm.
-  if (label_inject == Tri::kFalse) return decide(r, Verdict::kOptedOut, "label shmguard.io/inject=false");
-  if (ann_inject == Tri::kFalse) return decide(r, Verdict::kOptedOut, "annotation shmguard.io/inject=false");
+  if (label_inject == Tri::kFalse) return decide(r, RecognitionVerdict::kOptedOut, "label shmguard.io/inject=false");
+  if (ann_inject == Tri::kFalse) return decide(r, RecognitionVerdict::kOptedOut, "annotation shmguard.io/inject=false");
   if (const json* ipc = spec ? child(*spec, "hostIPC") : nullptr; ipc && ipc->is_boolean() && ipc->get<bool>())
-    return decide(r, Verdict::kHostIPC, "hostIPC: true");
+    return decide(r, RecognitionVerdict::kHostIPC, "hostIPC: true");
   // 3. Explicit opt-in or any sizing annotation; then templates known to be training pods.
-  if (label_inject == Tri::kTrue) return decide(r, Verdict::kTraining, "label shmguard.io/inject=true");
-  if (ann_inject == Tri::kTrue) return decide(r, Verdict::kTraining, "annotation shmguard.io/inject=true");
+  if (label_inject == Tri::kTrue) return decide(r, RecognitionVerdict::kTraining, "label shmguard.io/inject=true");
+  if (ann_inject == Tri::kTrue) return decide(r, RecognitionVerdict::kTraining, "annotation shmguard.io/inject=true");
   // Whatever else is said: an MPI launcher only starts the ranks.
   if (auto why = mpi_launcher_rule(labels, spec, cfg, mpi_launcher); !why.empty())
-    return decide(r, Verdict::kNotTraining, why);
-  if (auto why = sizing_annotation(annotations); !why.empty()) return decide(r, Verdict::kTraining, why);
+    return decide(r, RecognitionVerdict::kNotTraining, why);
+  if (auto why = sizing_annotation(annotations); !why.empty()) return decide(r, RecognitionVerdict::kTraining, why);
   return false;
 }
 
@@ -242,7 +239,7 @@ bool explicit_rules(Recognition& r, const json* labels, const json* annotations,
 // names the rule the webhook will see on them (the job-name label when it is configured).
 void operator_template(Recognition& r, const json* labels, const config::SelectionConfig& cfg,
                        const std::string& owner_kind) {
-  decide(r, Verdict::kTraining, "template of a training job" + (owner_kind.empty() ? "" : " (" + owner_kind + ")"));
+  decide(r, RecognitionVerdict::kTraining, "template of a training job" + (owner_kind.empty() ? "" : " (" + owner_kind + ")"));
   json with = labels ? *labels : json::object();
   if (!with.contains(kOperatorJobLabel)) with[std::string(kOperatorJobLabel)] = "job";
   if (auto rule = label_rule(&with, cfg); !rule.empty()) r.rule = std::move(rule);
@@ -256,7 +253,7 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, const
   const json* labels = meta ? object_at(*meta, "labels") : nullptr;
   const json* annotations = opts.annotations ? opts.annotations : meta ? object_at(*meta, "annotations") : nullptr;
   const json* spec = object_at(pod, "spec");
-  auto decided = [&r](Verdict v, std::string because) {
+  auto decided = [&r](RecognitionVerdict v, std::string because) {
     decide(r, v, std::move(because));
     return r;
   };
@@ -270,24 +267,24 @@ Recognition recognize(const json& pod, const config::SelectionConfig& cfg, const
       return r;
     }
     // 4. Configured labels.
-    if (auto why = label_rule(labels, cfg); !why.empty()) return decided(Verdict::kTraining, why);
+    if (auto why = label_rule(labels, cfg); !why.empty()) return decided(RecognitionVerdict::kTraining, why);
   }
   const auto lines = spec ? command_lines(*spec) : std::vector<CommandLine>{};
   // 5. Image globs, unless the pod serves (pytorch/torchserve is an inference server).
   const std::string serving = spec ? serving_name(*spec, lines, cfg.serving_names) : "";
   if (serving.empty())
-    if (auto why = image_rule(spec, cfg); !why.empty()) return decided(Verdict::kTraining, why);
+    if (auto why = image_rule(spec, cfg); !why.empty()) return decided(RecognitionVerdict::kTraining, why);
   // 6. What it runs: a PyTorch launcher or trainer, or Python with DataLoader workers.
   if (auto why = launcher_rule(lines, cfg.commands); !why.empty() && serving.empty()) {
     r.command = why;
-    return decided(Verdict::kTraining, "command " + why);
+    return decided(RecognitionVerdict::kTraining, "command " + why);
   }
   if (opts.inference && spec && !serving.empty() && inference_rule(*spec, lines, cfg, r)) return r;
   if (!other_kind.empty()) {
     r.not_pytorch_kind = other_kind;
-    return decided(Verdict::kNotTraining, other_kind + ", and no PyTorch image, command or annotation");
+    return decided(RecognitionVerdict::kNotTraining, other_kind + ", and no PyTorch image, command or annotation");
   }
-  return decided(Verdict::kNotTraining, "no training label, annotation, image or command");
+  return decided(RecognitionVerdict::kNotTraining, "no training label, annotation, image or command");
 }
 
 }  // namespace shmguard::inject

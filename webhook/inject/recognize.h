@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "inject/annotations.h"
+#include "inject/warnings.h"
 
 namespace shmguard::inject {
 
@@ -17,24 +18,10 @@ namespace shmguard::inject {
 inline constexpr std::string_view kOperatorJobLabel = "training.kubeflow.org/job-name";
 
 // kInference: a serving pod whose tensor parallel ranks share one pod (NCCL through /dev/shm).
-enum class Verdict { kTraining, kOptedOut, kHostIPC, kNotTraining, kInference };
-
-// A warning for the user: what it says, the annotation it is about ("" for none) and, offline, the
-// line it points at (0 until the offline runner places it: the annotation's, else the template's).
-struct Warning {
-  std::string text;
-  std::string about;
-  int line = 0;
-};
-
-// The engine's warnings, in the order they were found; every output reads this one list.
-struct Warnings {
-  std::vector<Warning> warnings;
-  void warn(std::string text, std::string_view about = {}) { warnings.push_back({std::move(text), std::string(about)}); }
-};
+enum class RecognitionVerdict { kTraining, kOptedOut, kHostIPC, kNotTraining, kInference };
 
 struct Recognition : Warnings {
-  Verdict verdict = Verdict::kNotTraining;
+  RecognitionVerdict verdict = RecognitionVerdict::kNotTraining;
   std::string because;  // "label training.kubeflow.org/job-name", "image pytorch/pytorch:2.4", ...
   std::string command;  // when rule 6 decided: "torchrun in args", "--num-workers 32 in command"
   std::string rule;     // what recognised a training or inference pod, as the sizing text names it

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "inject/command.h"
+#include "inject/command_line.h"
 
 namespace shmguard::inject {
 

@@ -5,6 +5,7 @@
 
 #include "base/json_fields.h"
 #include "base/text.h"
+#include "inject/annotations.h"
 #include "manifests/argo.h"
 #include "manifests/document.h"
 #include "manifests/kuberay.h"
@@ -33,7 +34,7 @@ json accepted_pod(const json& pod, TemplateReport& rep, const Places& places) {
     std::string msg = "annotation " + printable(key, 80) + ": " + value.dump() + " is " +
                       (value.is_boolean() ? "a bool" : "a number") +
                       "; kubectl would reject it (annotation values must be strings): quote it";
-    if (key.starts_with("shmguard.io/")) {
+    if (key.starts_with(inject::kAnnotationPrefix)) {
       rep.rejected.push_back({std::move(msg), key, places.line_for(key)});
       strip = true;
     } else {
@@ -44,7 +45,7 @@ json accepted_pod(const json& pod, TemplateReport& rep, const Places& places) {
   json accepted = pod;
   json& a = accepted["metadata"]["annotations"];
   for (auto it = a.begin(); it != a.end();)
-    it = it.key().starts_with("shmguard.io/") && refused_value(*it) ? a.erase(it) : std::next(it);
+    it = it.key().starts_with(inject::kAnnotationPrefix) && refused_value(*it) ? a.erase(it) : std::next(it);
   return accepted;
 }
 

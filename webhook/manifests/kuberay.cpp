@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/json_fields.h"
+#include "base/shm_path.h"
 
 namespace shmguard::manifests::kuberay {
 
@@ -42,8 +43,8 @@ bool add_shared_mem(json& tmpl) {
   json& c = spec["containers"][0];
   for (const auto& m : array_items(c, "volumeMounts")) {
     std::string p = m.is_object() ? str_field(m, "mountPath") : "";
-    while (p.size() > 1 && p.back() == '/') p.pop_back();
-    if (p == "/dev/shm") return false;
+    while (p.size() > 1 && p.back() == '/') p.pop_back();  // KubeRay's own test, not is_shm_path
+    if (p == kShmPath) return false;
   }
   if (!spec.contains("volumes") || !spec["volumes"].is_array()) spec["volumes"] = json::array();
   json& volumes = spec["volumes"];
@@ -61,7 +62,7 @@ bool add_shared_mem(json& tmpl) {
     volumes.push_back({{"name", kVolume}, {"emptyDir", std::move(empty_dir)}});
   }
   if (!c.contains("volumeMounts") || !c["volumeMounts"].is_array()) c["volumeMounts"] = json::array();
-  c["volumeMounts"].push_back({{"name", kVolume}, {"mountPath", "/dev/shm"}});
+  c["volumeMounts"].push_back({{"name", kVolume}, {"mountPath", kShmPath}});
   return true;
 }
 

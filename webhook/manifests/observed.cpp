@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "base/json_fields.h"
+#include "base/shm_path.h"
 #include "base/text.h"
 #include "inject/annotations.h"
 #include "manifests/document.h"
@@ -317,7 +318,7 @@ std::optional<std::size_t> shm_volume_index(const json& tmpl) {
   std::string name;
   for (const auto& c : array_items(*spec, "containers"))
     for (const auto& m : array_items(c, "volumeMounts"))
-      if (const std::string p = str_field(m, "mountPath"); p == inject::kShmPath || p == std::string(inject::kShmPath) + "/")
+      if (is_shm_path(str_field(m, "mountPath")))
         name = str_field(m, "name");
   const json& volumes = array_items(*spec, "volumes");
   for (std::size_t i = 0; i < volumes.size(); ++i)

@@ -2,11 +2,11 @@
 #include "manifests/trainjob.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
 #include "base/json_fields.h"
+#include "base/text.h"
 
 namespace shmguard::manifests::trainjob {
 namespace {
@@ -124,9 +124,7 @@ std::string torch_procs(const json& trainer, const json& runtime) {
   if (!r) return npp;
   auto has_gpu = [](const json& res) {
     return std::any_of(res.items().begin(), res.items().end(), [](const auto& kv) {
-      std::string k = kv.key();
-      std::transform(k.begin(), k.end(), k.begin(), [](unsigned char ch) { return std::tolower(ch); });
-      return k.find("gpu") != std::string::npos;
+      return lowercase(kv.key()).find("gpu") != std::string::npos;
     });
   };
   const std::string fallback = npp == "auto" ? "auto" : npp == "cpu" ? "1" : npp;

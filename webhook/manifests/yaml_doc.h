@@ -1,10 +1,12 @@
 // YAML documents for the offline path (manifests; the config file is read by yaml-cpp). One API
-// over four units, each with its own tests:
-//   yaml_read.cpp     a stream split into documents (their exact text); libyaml's events built into
-//                     an order-preserving node tree that remembers every scalar's style and span
+// over six units, each with its own tests:
+//   yaml_split.cpp    a stream split into documents (their exact text: DocumentReader)
+//   yaml_read.cpp     libyaml's events built into an order-preserving node tree that remembers
+//                     every scalar's style and span
 //   yaml_convert.cpp  the tree as JSON, the way the Kubernetes API reads YAML; JSON into the tree
 //   yaml_patch.cpp    JSON pointers into the tree (edit_plan.h plans and applies patches with them)
 //   yaml_emit.cpp     YAML/JSON written out keeping key order and every value's type
+//   yaml_quote.cpp    the quoting rules of new strings (needs_quotes, yaml_string)
 #pragma once
 
 #include <cstddef>
@@ -144,7 +146,7 @@ std::optional<std::size_t> item_index(const std::string& token, std::size_t size
 // first anchored node the walk passes through (whose text other places may share), else null.
 const YamlNode* resolve(const YamlNode* root, const std::string& pointer, const YamlNode** anchor = nullptr);
 
-// ---- yaml_read.cpp (with DocumentReader, YamlDocument, TextIndex, strip_trailing_block_scalar) ----
+// ---- yaml_read.cpp (YamlDocument, TextIndex, strip_trailing_block_scalar) and yaml_split.cpp (DocumentReader) ----
 
 // Why a document did not parse (Result::kind<ParseFailure>()).
 enum class ParseFailure {
@@ -220,6 +222,8 @@ Result<std::string> render(const nlohmann::json& value, const RenderStyle& style
 
 // Emits pretty JSON (two spaces a level) with the document's key order.
 Result<std::string> emit_json(const YamlNode* node, std::size_t budget);
+
+// ---- yaml_quote.cpp ----
 
 // True when a string must be quoted to read back as a string in YAML 1.1 and 1.2.
 bool needs_quotes(std::string_view s);

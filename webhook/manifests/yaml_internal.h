@@ -1,6 +1,6 @@
-// Internals shared by the YAML units (yaml_read, yaml_convert, yaml_emit, yaml_patch): the scalar
-// typing rules of Kubernetes' YAML reader, the tree-walk failures and their guard. Not part of the
-// manifests API (yaml_doc.h is).
+// Internals shared by the YAML units (yaml_read, yaml_split, yaml_convert, yaml_emit, yaml_quote,
+// yaml_patch): the scalar typing rules of Kubernetes' YAML reader, the tree-walk failures and their
+// guard, the quoted forms of a string. Not part of the manifests API (yaml_doc.h is).
 #pragma once
 
 #include <cstddef>
@@ -52,5 +52,12 @@ const std::string& key_text(const YamlNode* k);
 // New nodes in `doc` for `j`: "name" first in mappings, as Kubernetes writes it (`name_first`),
 // else the members in the object's own order.
 YamlNode* from_json(YamlDocument& doc, const nlohmann::json& j, bool name_first = true);
+
+// The quoted forms of a string (yaml_quote.cpp): "..." with escapes, '...' with '' for a quote;
+// literal_ok: text a literal block (|) holds exactly (several lines, no control characters, no
+// leading space).
+std::string double_quoted(std::string_view s);
+std::string single_quoted(std::string_view s);
+bool literal_ok(std::string_view s);
 
 }  // namespace shmguard::manifests::internal

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "base/shm_path.h"
+
 namespace shmguard::measure {
 
 struct Sampling {
-  std::string path = "/dev/shm";  // the filesystem sampled (private_shm.h used_bytes)
+  std::string path = kShmPath;    // the filesystem sampled (private_shm.h used_bytes)
   int interval_ms = 10;           // between samples
   std::uint64_t baseline = 0;     // bytes used before the command started: the peak is above it
   bool stdout_to_stderr = false;  // the command's stdout onto this process's stderr (stdout has a report)

@@ -32,11 +32,7 @@ bool expression_matches(const json& e, const json* labels) {
 
 }  // namespace
 
-const UnprotectedRow& unprotected_row(Unprotected r) {
-  for (const auto& row : kUnprotectedTable)
-    if (row.reason == r) return row;
-  return kUnprotectedTable[0];
-}
+const UnprotectedRow& unprotected_row(Unprotected r) { return kUnprotectedTable[static_cast<std::size_t>(r)]; }
 
 bool selector_matches(const json& selector, const json* labels) {
   if (!selector.is_object()) return true;
@@ -149,7 +145,8 @@ std::string unprotected_message(const Protection& p, const std::string& ns, cons
     case Unprotected::kNotInjected:
       return head + "shmguard did not inject it, and why is unknown: " + j.webhook.error;
     case Unprotected::kNo:
-    case Unprotected::kTooSmall: break;
+    case Unprotected::kTooSmall:
+    case Unprotected::kCount: break;
   }
   return "";
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/enum_table.h"
 #include "config/config.h"
 
 namespace shmguard::monitor {
@@ -24,6 +25,7 @@ enum class Unprotected : std::uint8_t {
   kAuditMode,             // shmguard runs with mode: audit, which never patches
   kTooSmall,              // a /dev/shm of the user's own, below what its hints need
   kNotInjected,           // no /dev/shm from shmguard, and the webhook configuration could not be read
+  kCount,
 };
 
 struct UnprotectedRow {
@@ -42,6 +44,8 @@ inline constexpr UnprotectedRow kUnprotectedTable[] = {
     {.reason = Unprotected::kTooSmall, .name = "too-small", .text = "too small"},
     {.reason = Unprotected::kNotInjected, .name = "not-injected", .text = "not injected"},
 };
+static_assert(in_enum_order(kUnprotectedTable, &UnprotectedRow::reason, static_cast<std::size_t>(Unprotected::kCount)),
+              "kUnprotectedTable: one row for every Unprotected, in its order");
 const UnprotectedRow& unprotected_row(Unprotected r);
 
 // shmguard's MutatingWebhookConfiguration as the API server uses it.

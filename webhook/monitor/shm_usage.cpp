@@ -7,6 +7,7 @@
 
 #include "base/enum_table.h"
 #include "base/json_fields.h"
+#include "base/shm_path.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::monitor {
@@ -20,10 +21,10 @@ std::uint64_t number(const json& o, const char* key) {
 }
 
 // The name of the volume a regular container mounts at /dev/shm, or "".
-std::string shm_mount(const json& spec) {
+std::string shm_volume_name(const json& spec) {
   for (const auto& c : array_items(spec, "containers"))
     for (const auto& m : array_items(c, "volumeMounts"))
-      if (str_field(m, "mountPath") == "/dev/shm" || str_field(m, "mountPath") == "/dev/shm/") return str_field(m, "name");
+      if (is_shm_path(str_field(m, "mountPath"))) return str_field(m, "name");
   return "";
 }
 
@@ -204,7 +205,7 @@ std::optional<WatchedPod> watched_pod(const json& pod, const config::Config* cfg
   if (!status || str_field(*status, "phase") != "Running" || !spec || !md) return std::nullopt;
   WatchedPod w;
   PodShm& p = w.pod;
-  const std::string volume = shm_mount(*spec);
+  const std::string volume = shm_volume_name(*spec);
   const json* ed = volume.empty() ? nullptr : memory_volume(*spec, volume);
   if (cfg) w.assessment = assess_pod(pod, *cfg);
   if (!ed && w.assessment.kind == Assessment::Kind::kFine) return std::nullopt;
@@ -278,20 +279,20 @@ std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, co
 
 namespace {
 struct VerdictRow {
-  Verdict verdict;
+  UsageVerdict verdict;
   const char* name;  // top's column
 };
 constexpr VerdictRow kVerdictTable[] = {
-    {.verdict = Verdict::kUnknown, .name = "no stats yet"},
-    {.verdict = Verdict::kNearlyFull, .name = "nearly full"},
-    {.verdict = Verdict::kOversized, .name = "oversized"},
-    {.verdict = Verdict::kOk, .name = "ok"},
+    {.verdict = UsageVerdict::kUnknown, .name = "no stats yet"},
+    {.verdict = UsageVerdict::kNearlyFull, .name = "nearly full"},
+    {.verdict = UsageVerdict::kOversized, .name = "oversized"},
+    {.verdict = UsageVerdict::kOk, .name = "ok"},
 };
-static_assert(in_enum_order(kVerdictTable, &VerdictRow::verdict, static_cast<std::size_t>(Verdict::kOk) + 1),
-              "kVerdictTable: one row for every Verdict, in Verdict's order");
+static_assert(in_enum_order(kVerdictTable, &VerdictRow::verdict, static_cast<std::size_t>(UsageVerdict::kCount)),
+              "kVerdictTable: one row for every UsageVerdict, in its order");
 }  // namespace
 
-const char* verdict_name(Verdict v) { return kVerdictTable[static_cast<std::size_t>(v)].name; }
+const char* verdict_name(UsageVerdict v) { return kVerdictTable[static_cast<std::size_t>(v)].name; }
 
 bool leftover_worth_telling(std::uint64_t du_bytes, std::uint64_t capacity) {
   return du_bytes >= std::max<std::uint64_t>(1 << 20, capacity / 100);
@@ -301,17 +302,17 @@ bool nearly_full(const PodShm& p) {
   return p.capacity && std::max(p.peak, p.used.value_or(0)) >= *p.capacity / 10 * 9 + *p.capacity % 10 * 9 / 10;
 }
 
-Verdict verdict(const PodShm& p, const sizing::Params& params) {
-  if (!p.capacity) return Verdict::kUnknown;
+UsageVerdict verdict(const PodShm& p, const sizing::Params& params) {
+  if (!p.capacity) return UsageVerdict::kUnknown;
   const std::uint64_t seen = std::max(p.peak, p.used.value_or(0));
-  if (nearly_full(p)) return Verdict::kNearlyFull;
-  if (*p.capacity / 4 > sizing::size_for_peak(seen, params)) return Verdict::kOversized;
-  return Verdict::kOk;
+  if (nearly_full(p)) return UsageVerdict::kNearlyFull;
+  if (*p.capacity / 4 > sizing::size_for_peak(seen, params)) return UsageVerdict::kOversized;
+  return UsageVerdict::kOk;
 }
 
 std::optional<std::uint64_t> suggestion(const PodShm& p, const sizing::Params& params) {
-  const Verdict v = verdict(p, params);
-  if (v != Verdict::kNearlyFull && v != Verdict::kOversized) return std::nullopt;
+  const UsageVerdict v = verdict(p, params);
+  if (v != UsageVerdict::kNearlyFull && v != UsageVerdict::kOversized) return std::nullopt;
   return sizing::size_for_peak(std::max(p.peak, p.used.value_or(0)), params);
 }
 

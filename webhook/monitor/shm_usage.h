@@ -91,8 +91,9 @@ std::size_t apply_summary(std::vector<PodShm>& pods, const PodIndex& index, cons
                           const nlohmann::json& summary);
 std::size_t apply_summary(std::vector<PodShm>& pods, const std::string& node, const nlohmann::json& summary);
 
-enum class Verdict { kUnknown, kNearlyFull, kOversized, kOk };
-const char* verdict_name(Verdict v);  // "no stats yet", "nearly full", "oversized", "ok"
+// How a pod's /dev/shm use compares with its size (top's column).
+enum class UsageVerdict { kUnknown, kNearlyFull, kOversized, kOk, kCount };
+const char* verdict_name(UsageVerdict v);  // "no stats yet", "nearly full", "oversized", "ok"
 
 // The most seen of `used` and `peak` at 90% of the mounted size or above (false without stats):
 // the one rule for top's verdict, the monitor's Event and docs/monitoring.md's alert.
@@ -100,7 +101,7 @@ bool nearly_full(const PodShm& p);
 
 // Nearly full, as above. A mounted
 // size more than 4x what that peak needs (size_for_peak): oversized. Without stats: unknown.
-Verdict verdict(const PodShm& p, const sizing::Params& params);
+UsageVerdict verdict(const PodShm& p, const sizing::Params& params);
 
 // The shmguard.io/size the peak needs (sizing::size_for_peak, as `observe` proposes it), when the
 // verdict is nearly full or oversized.

@@ -6,14 +6,16 @@
 #include <cstdlib>
 #include <unordered_set>
 
+#include "base/text.h"
+
 namespace shmguard::monitor {
 namespace {
 
 std::string key(const PodShm& p) { return p.uid.empty() ? p.namespace_name + "/" + p.name : p.uid; }
 
 std::string pod_labels(const PodShm& p) {
-  return "{namespace=\"" + label_value(p.namespace_name) + "\",pod=\"" + label_value(p.name) + "\",owner_kind=\"" +
-         label_value(p.owner_kind) + "\",owner_name=\"" + label_value(p.owner_name) + "\"}";
+  return "{namespace=\"" + prometheus_label(p.namespace_name) + "\",pod=\"" + prometheus_label(p.name) + "\",owner_kind=\"" +
+         prometheus_label(p.owner_kind) + "\",owner_name=\"" + prometheus_label(p.owner_name) + "\"}";
 }
 
 void family(std::string& out, const char* name, const char* type, const char* help) {
@@ -27,17 +29,6 @@ std::string seconds(double v) {
 }
 
 }  // namespace
-
-std::string label_value(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
 
 namespace {
 
@@ -164,7 +155,7 @@ void Tracker::unprotected(std::string& out) const {
   }
   family(out, "shmguard_unprotected_pods", "gauge", "Running training pods without the /dev/shm shmguard would give them.");
   for (const auto& [nr, n] : by_namespace)
-    out += "shmguard_unprotected_pods{namespace=\"" + label_value(nr.first) + "\",reason=\"" + nr.second + "\"} " +
+    out += "shmguard_unprotected_pods{namespace=\"" + prometheus_label(nr.first) + "\",reason=\"" + nr.second + "\"} " +
            std::to_string(n) + "\n";
 }
 
@@ -189,12 +180,12 @@ std::string Tracker::exposition(double now_s) const {
   unprotected(out);
   family(out, "shmguard_node_scrape_errors_total", "counter", "Summary API scrapes of the node that failed.");
   for (const auto& [n, s] : nodes_)
-    out += "shmguard_node_scrape_errors_total{node=\"" + label_value(n) + "\"} " + std::to_string(s.errors) + "\n";
+    out += "shmguard_node_scrape_errors_total{node=\"" + prometheus_label(n) + "\"} " + std::to_string(s.errors) + "\n";
   family(out, "shmguard_node_last_good_scrape_age_seconds", "gauge",
          "Seconds since the node's Summary API last answered (absent: never).");
   for (const auto& [n, s] : nodes_)
     if (s.last_good_s >= 0)
-      out += "shmguard_node_last_good_scrape_age_seconds{node=\"" + label_value(n) + "\"} " + seconds(now_s - s.last_good_s) + "\n";
+      out += "shmguard_node_last_good_scrape_age_seconds{node=\"" + prometheus_label(n) + "\"} " + seconds(now_s - s.last_good_s) + "\n";
   family(out, "shmguard_monitor_cycles_total", "counter", "Scrape cycles done.");
   out += "shmguard_monitor_cycles_total " + std::to_string(cycles_) + "\n";
   return out;

@@ -68,9 +68,6 @@ class Tracker {
   std::uint64_t cycles_ = 0;
 };
 
-// A Prometheus label value: backslash, double quote and line feed escaped.
-std::string label_value(const std::string& v);
-
 // One sample line of an exposition read back (`monitor --check`, the tests): comments and lines
 // that are not samples are skipped; label values are unescaped.
 struct Sample {

@@ -1,18 +1,13 @@
 // HTTP/1.1 request parsing and response formatting (see http.h).
 #include "server/http.h"
 
-#include <cctype>
 #include <optional>
 #include <utility>
 
+#include "base/text.h"
+
 namespace shmguard::server {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -70,7 +65,7 @@ LineError parse_header(std::string_view line, HttpRequest& out, std::size_t& con
   if (colon == std::string_view::npos || colon == 0) return error(400, "malformed header line");
   for (char c : line.substr(0, colon))
     if (!is_token_char(c)) return error(400, "malformed header name");
-  std::string name = lower(line.substr(0, colon));
+  std::string name = lowercase(line.substr(0, colon));
   std::string_view value = trim(line.substr(colon + 1));
   for (char c : value)
     if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) return error(400, "control character in header value");
@@ -84,7 +79,7 @@ LineError parse_header(std::string_view line, HttpRequest& out, std::size_t& con
   } else if (name == "transfer-encoding") {
     return error(411, "chunked request bodies are not supported; send Content-Length");
   } else if (name == "connection") {
-    auto v = lower(value);
+    auto v = lowercase(value);
     if (v.find("close") != std::string::npos) out.keep_alive = false;
     else if (v.find("keep-alive") != std::string::npos) out.keep_alive = true;
   }

@@ -44,7 +44,7 @@ constexpr LevelRow kLevelTable[] = {
     {.level = Level::kError, .name = "error"},
 };
 constexpr std::size_t kLevelCount = std::size(kLevelTable);
-static_assert(in_enum_order(kLevelTable, &LevelRow::level, static_cast<std::size_t>(Level::kError) + 1),
+static_assert(in_enum_order(kLevelTable, &LevelRow::level, static_cast<std::size_t>(Level::kCount)),
               "kLevelTable: one row for every Level, in Level's order");
 
 const char* name(Level l) { return kLevelTable[static_cast<std::size_t>(l)].name; }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "version.h"
+#include "base/text.h"
 
 namespace shmguard::server {
 namespace {
@@ -16,18 +17,6 @@ std::string num(double v) {
   char buf[400];  // the longest fixed double (1.8e308) fits
   auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
   return std::string(buf, res.ptr);
-}
-std::string escape_label(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
 }
 }  // namespace
 
@@ -96,8 +85,8 @@ std::string Metrics::render() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [k, v] : requests_)
-      out += "shmguard_admissions_total{decision=\"" + escape_label(k.first) + "\",reason=\"" +
-             escape_label(k.second) + "\"} " + std::to_string(v) + "\n";
+      out += "shmguard_admissions_total{decision=\"" + prometheus_label(k.first) + "\",reason=\"" +
+             prometheus_label(k.second) + "\"} " + std::to_string(v) + "\n";
     out += "# HELP shmguard_http_responses_total HTTP responses on the webhook port, by status code.\n";
     out += "# TYPE shmguard_http_responses_total counter\n";
     for (const auto& [code, v] : http_)
@@ -106,13 +95,13 @@ std::string Metrics::render() const {
            "(found, none, not-found, forbidden, error) and source (api, cache).\n";
     out += "# TYPE shmguard_owner_lookups_total counter\n";
     for (const auto& [k, v] : owner_lookups_)
-      out += "shmguard_owner_lookups_total{result=\"" + escape_label(k.first) + "\",source=\"" +
+      out += "shmguard_owner_lookups_total{result=\"" + prometheus_label(k.first) + "\",source=\"" +
              (k.second ? "cache" : "api") + "\"} " + std::to_string(v) + "\n";
     out += "# HELP shmguard_tls_handshake_failures_total Failed TLS handshakes on the webhook port, by OpenSSL's reason "
            "(\"tlsv1 alert unknown ca\": the client does not trust the serving certificate).\n";
     out += "# TYPE shmguard_tls_handshake_failures_total counter\n";
     for (const auto& [reason, v] : tls_failures_)
-      out += "shmguard_tls_handshake_failures_total{reason=\"" + escape_label(reason) + "\"} " + std::to_string(v) + "\n";
+      out += "shmguard_tls_handshake_failures_total{reason=\"" + prometheus_label(reason) + "\"} " + std::to_string(v) + "\n";
   }
   out += "# HELP shmguard_admission_duration_seconds Time to handle one admission review.\n";
   out += "# TYPE shmguard_admission_duration_seconds histogram\n";

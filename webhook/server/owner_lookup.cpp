@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "base/json_fields.h"
+#include "inject/annotations.h"
 
 namespace shmguard::server {
 
@@ -34,7 +35,7 @@ admission::OwnerAnnotations read_jobset_answer(const std::string& ns, const std:
   const json* an = md ? object_at(*md, "annotations") : nullptr;
   if (an)
     for (const auto& [k, v] : an->items())
-      if (k.starts_with("shmguard.io/")) a.annotations[k] = v;
+      if (k.starts_with(inject::kAnnotationPrefix)) a.annotations[k] = v;
   a.result = a.annotations.empty() ? "none" : "found";
   return a;
 }

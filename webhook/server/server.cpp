@@ -28,8 +28,7 @@ constexpr const char* kTls12Ciphers =
 
 bool json_content_type(const std::string* ct) {
   if (!ct) return false;
-  std::string lower;
-  for (char c : *ct) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = lowercase(*ct);
   return trim_end(std::string_view(lower).substr(0, lower.find(';'))) == "application/json";
 }
 

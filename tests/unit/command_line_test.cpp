@@ -1,6 +1,6 @@
 // What a container runs: command lines (shell scripts split, wrappers removed), the launcher rule
-// (recognition rule 6) and the DataLoader flags a command states.
-#include "inject/command.h"
+// (recognition rule 6), the DataLoader flags a command states, and the tokenizer under them.
+#include "inject/command_line.h"
 
 #include <gtest/gtest.h>
 
@@ -193,4 +193,15 @@ TEST(ExpandEnv, NumbersAsManifestsWriteThemAndUnsetNames) {
   EXPECT_EQ(env_reference("8"), "");
   EXPECT_EQ(env_literal(c, "S"), "x");
   EXPECT_FALSE(env_literal(c, "MISSING"));
+}
+
+TEST(ShellWords, QuotesSeparatorsAndContinuations) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(shell_words("pip install -r 'req s.txt' && torchrun --nproc_per_node=8 \"a b\".py"),
+            (V{"pip", "install", "-r", "req s.txt", ";", "torchrun", "--nproc_per_node=8", "a b.py"}));
+  EXPECT_EQ(shell_words("torchrun \\\n  --nproc-per-node 4 x.py # --nproc-per-node 9\nnext"),
+            (V{"torchrun", "--nproc-per-node", "4", "x.py", ";", "next"}));
+  EXPECT_EQ(shell_words("a;b|c||d"), (V{"a", ";", "b", ";", "c", ";", "d"}));
+  EXPECT_EQ(shell_words(""), V{});
+  EXPECT_EQ(shell_words("'unterminated"), V{"unterminated"});
 }

@@ -1,12 +1,12 @@
-// What a container runs (see command.h).
-#include "inject/command.h"
+// What a container runs, and the tokenizer of its command lines (see command_line.h).
+#include "inject/command_line.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 #include "base/text.h"
 #include "base/json_fields.h"
-#include "inject/procs.h"
 #include "sizing/quantity.h"
 
 namespace shmguard::inject {
@@ -203,7 +203,65 @@ const std::vector<std::vector<std::string>>& split_patterns(const std::vector<st
   return words;
 }
 
+// Not a quote, a backslash, a command separator or a space: what shell_words copies as it is.
+bool plain_shell_char(char c) {
+  static constexpr auto kPlain = [] {
+    std::array<bool, 256> t{};
+    for (int i = 0; i < 256; ++i) t[static_cast<std::size_t>(i)] = true;
+    for (unsigned char x : std::string_view("'\"\\;&|\n \t\v\f\r")) t[x] = false;
+    return t;
+  }();
+  return kPlain[static_cast<unsigned char>(c)];
+}
 }  // namespace
+
+std::vector<std::string> shell_words(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_word = false;
+  auto flush = [&] {
+    if (in_word) out.push_back(std::move(cur));
+    cur.clear();
+    in_word = false;
+  };
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\'') {
+      const auto end = std::min(s.find('\'', i + 1), s.size());
+      cur.append(s.substr(i + 1, end - i - 1));
+      in_word = true;
+      i = end;
+    } else if (c == '"') {
+      for (++i; i < s.size() && s[i] != '"'; ++i) {
+        if (s[i] == '\\' && i + 1 < s.size()) ++i;
+        cur += s[i];
+      }
+      in_word = true;
+    } else if (c == '\\' && i + 1 < s.size()) {
+      if (s[++i] != '\n') {  // backslash-newline joins lines
+        cur += s[i];
+        in_word = true;
+      }
+    } else if (c == '#' && !in_word) {
+      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
+    } else if (c == ';' || c == '&' || c == '|' || c == '\n') {
+      flush();
+      if (out.empty() || out.back() != kSeparator) out.emplace_back(kSeparator);
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      flush();
+    } else {
+      // A run of characters that are none of the above joins the word at once ('#' inside a word is one).
+      std::size_t end = i + 1;
+      while (end < s.size() && plain_shell_char(s[end])) ++end;
+      cur.append(s.substr(i, end - i));
+      in_word = true;
+      i = end - 1;
+    }
+  }
+  flush();
+  return out;
+}
+
 
 bool runs_launcher_entrypoint(const json& container) {
   const json* command = child(container, "command");

@@ -1,7 +1,7 @@
 // What a pod's regular containers run, read from command and args (shell `-c` scripts split into
 // their simple commands): which configured PyTorch launcher or trainer starts (recognition rule
 // 6), and the DataLoader flags the command line states (a sizing source after the annotations).
-// Pure: pod spec in, words and findings out.
+// Pure: pod spec in, words and findings out. The tokenizer of those lines is shell_words.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,10 @@
 #include <vector>
 
 namespace shmguard::inject {
+
+// Words of a shell command line: quotes and backslashes resolved, `;`, `&&`, `||`, `|`, `&` and
+// line ends as the separator word ";", comments dropped. Enough to find a launcher's flags.
+std::vector<std::string> shell_words(std::string_view line);
 
 // One simple command a container runs: its words (env assignments and exec/env/nohup/time
 // wrappers removed), the container, and the field its first word came from.
