@@ -22,7 +22,9 @@ log() { echo "cross: $*" >&2; }
 SUDO=""
 [[ $(id -u) -ne 0 ]] && SUDO=sudo
 # libyaml-cpp-dev is not Multi-Arch: same in Debian 12 (its :arm64 and :amd64 cannot both be
-# installed), so its arm64 .deb (and the library's) are unpacked here and named to cmake instead.
+# installed), so its arm64 .deb is unpacked here (headers, cmake files) and named to cmake instead;
+# its cmake files are pointed at the library libyaml-cpp0.7:arm64 installed, so the binary's
+# dependency is the installed library's (no RUNPATH into this directory).
 overlay=${SHMGUARD_ARM64_OVERLAY:-$HOME/.cache/shmguard-arm64/yaml-cpp}
 
 # qemu-aarch64 as the kernel's handler for aarch64 ELF files. The package ships the binfmt.d entry
@@ -39,18 +41,21 @@ binfmt() {
 deps() {
   # The packages (hack/deps.sh's cross group): each exists for arm64 in Debian 12's main.
   "$root/hack/deps.sh" cross >&2
-  local version p
+  local version p tmp
   version=$(dpkg-query -W -f='${Version}' libyaml-cpp0.7:arm64)
-  if [[ "$(cat "$overlay/version" 2>/dev/null)" != "$version" ]]; then
+  if [[ "$(cat "$overlay/version" 2>/dev/null)" != "$version, pointed at the installed library" ]]; then
     log "unpacking libyaml-cpp-dev:arm64 $version into $overlay"
-    local tmp
     tmp=$(mktemp -d)
-    (cd "$tmp" && apt-get download -qq "libyaml-cpp-dev:arm64=$version" "libyaml-cpp0.7:arm64=$version" 2>/dev/null)
+    (cd "$tmp" && apt-get download -qq "libyaml-cpp-dev:arm64=$version" 2>/dev/null)
     rm -rf "$overlay"
     mkdir -p "$overlay"
-    for p in "$tmp"/*.deb; do dpkg-deb -x "$p" "$overlay"; done
-    echo "$version" >"$overlay/version"
+    dpkg-deb -x "$tmp"/*.deb "$overlay"
     rm -rf "$tmp"
+    sed -i 's#${_IMPORT_PREFIX}/lib/aarch64-linux-gnu/libyaml-cpp\.so#/usr/lib/aarch64-linux-gnu/libyaml-cpp.so#' \
+      "$overlay"/usr/lib/aarch64-linux-gnu/cmake/yaml-cpp/yaml-cpp-targets-*.cmake
+    grep -q '"/usr/lib/aarch64-linux-gnu/libyaml-cpp.so.0' "$overlay"/usr/lib/aarch64-linux-gnu/cmake/yaml-cpp/yaml-cpp-targets-*.cmake ||
+      { log "libyaml-cpp-dev's cmake files changed shape"; return 1; }
+    echo "$version, pointed at the installed library" >"$overlay/version"
   fi
   binfmt
 }
