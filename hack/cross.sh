@@ -60,7 +60,19 @@ deps() {
   binfmt
 }
 
+# The engine's tests (what shmguard decides: sizing, config, recognition, the review, manifests and
+# the golden files) and the monitor's; with SHMGUARD_ARM64_TESTS=all (the default) every other unit
+# test, the corpus and the fuzz regressions too.
+engine_tests=(quantity formula config recognize command procs inject annotation_row review json_reader
+              yaml_read yaml_convert yaml_patch edit_plan yaml_emit templates offline observed surgical
+              read_back rule_row golden)
+monitor_tests=(shm_usage tracker protection pod_store)
+
 build() {  # DIR
+  # SHMGUARD_ARM64_TESTS=engine builds only the binary and the tests it runs.
+  if [[ "${SHMGUARD_ARM64_TESTS:-all}" == engine ]]; then
+    export SHMGUARD_TARGETS="shmguard ${engine_tests[*]/%/_test} ${monitor_tests[*]/%/_test}"
+  fi
   # Tests are listed when they run (PRE_TEST), not by running each binary under qemu at build time.
   "$root/hack/build.sh" "$1" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-arm64.cmake" \
     -Dyaml-cpp_DIR="$overlay/usr/lib/aarch64-linux-gnu/cmake/yaml-cpp" \
@@ -70,14 +82,6 @@ build() {  # DIR
   [[ "$arch" == AArch64 ]] || { log "$1/shmguard is $arch, not AArch64"; return 1; }
   log "$1/shmguard: $(file -b "$1/shmguard" | cut -d, -f1-2)"
 }
-
-# The engine's tests (what shmguard decides: sizing, config, recognition, the review, manifests and
-# the golden files) and the monitor's; with SHMGUARD_ARM64_TESTS=all (the default) every other unit
-# test, the corpus and the fuzz regressions too.
-engine_tests=(quantity formula config recognize command procs inject annotation_row review json_reader
-              yaml_read yaml_convert yaml_patch edit_plan yaml_emit templates offline observed surgical
-              read_back rule_row golden)
-monitor_tests=(shm_usage tracker protection pod_store)
 
 run_tests() {  # DIR
   local dir=$1 qemu t0 t failed=() names=() name
@@ -146,6 +150,13 @@ case "$cmd" in
   deps) deps ;;
   build) build "$dir" ;;
   test) binfmt; run_tests "$dir" ;;
-  all) deps; build "$dir"; run_tests "$dir" ;;
+  all)
+    deps
+    SECONDS=0
+    build "$dir"
+    log "built in ${SECONDS}s"
+    SECONDS=0
+    run_tests "$dir"
+    log "tests ran in ${SECONDS}s" ;;
   *) echo "usage: hack/cross.sh deps|build|test|all [DIR] | image AMD64_TAG ARM64_TAG OUT [DIR]" >&2; exit 2 ;;
 esac
