@@ -116,14 +116,15 @@ same_answers() {  # AMD64_TAG ARM64_TAG
   local args a b
   for args in "--version" "size --batch-size 64 --num-workers 8 --sample-size 588Ki --procs-per-pod 8 -o json" \
               "mutate -f -" "check -f -"; do
-    a=$(docker run --rm -i --platform linux/amd64 "$1" $args <"$root/examples/pytorchjob-resnet.yaml" 2>&1) || true
-    b=$(docker run --rm -i --platform linux/arm64 "$2" $args <"$root/examples/pytorchjob-resnet.yaml" 2>&1) || true
+    # Output, errors and exit status (check exits 1 on its findings): all must match.
+    a=$(docker run --rm -i --platform linux/amd64 "$1" $args <"$root/examples/pytorchjob-resnet.yaml" 2>&1; echo "exit $?")
+    b=$(docker run --rm -i --platform linux/arm64 "$2" $args <"$root/examples/pytorchjob-resnet.yaml" 2>&1; echo "exit $?")
     if [[ "$a" != "$b" ]]; then
       log "amd64 and arm64 differ on: shmguard $args"
       diff <(echo "$a") <(echo "$b") >&2 || true
       return 1
     fi
-    log "shmguard $args: the same on linux/amd64 and linux/arm64 ($(echo "$a" | wc -c) bytes: $(echo "$a" | head -c 60 | tr '\n' ' ')...)"
+    log "shmguard $args: the same on linux/amd64 and linux/arm64 (exit ${a##*exit }, $(echo "$a" | wc -c) bytes: $(echo "$a" | head -c 60 | tr '\n' ' ')...)"
   done
 }
 
