@@ -4,6 +4,10 @@
 # loads into /rootfs (hack/image-rootfs.sh). Runtime stage: that tree alone on an empty base,
 # running as uid 65532: no shell, no package manager, nothing else to patch. (hack/image.sh
 # --prebuilt makes the same runtime stage from a binary the host built: CI's image stage.)
+# Multi-arch (linux/amd64, linux/arm64): the build stage compiles for the platform it runs on; the
+# arm64 image is this runtime stage around the binary hack/cross.sh cross-compiles with Debian's
+# cross toolchain and :arm64 packages (hack/image.sh TAG --prebuilt BINARY --platform linux/arm64),
+# and `hack/image.sh --index` writes both as one OCI image index (docs/install.md "The image").
 
 FROM debian:12 AS build
 ENV DEBIAN_FRONTEND=noninteractive

@@ -13,6 +13,11 @@
 #             testbin) and passes their bin dir to the node stage (tests/node/test_operators.py);
 #             SHMGUARD_OPERATORS=0 skips it (and test_operators.py)
 #   node      a real node (hack/cluster.sh up --node): the chart, a training Job, a rollout under load
+#   arm64     waits for the linux/arm64 build (`hack/cross.sh all`: cross-compiled with Debian's
+#             cross toolchain and :arm64 packages, its tests run under qemu-aarch64; started in the
+#             background beside the node stage, nice 19), then makes the arm64 image, checks it
+#             answers as the amd64 one does, and writes both as one OCI image index
+#             (build-arm64/shmguard.oci.tar); SHMGUARD_ARM64=0 skips it
 #   tsan      the offline runner's threads under ThreadSanitizer
 #   asan      the unit/golden/e2e suites again under AddressSanitizer + UBSan (leaks included)
 # Without Go or Docker the stages that need them say so and are skipped.
@@ -38,7 +43,9 @@ stage() {  # NAME COMMAND...
 }
 skip() { summary+=("$(printf '%-8s     -   skipped: %s' "$1" "$2")"); echo "== stage $1: skipped: $2"; }
 
-stage deps "$root/hack/deps.sh" test chart node
+arm64_deps=()
+[[ "${SHMGUARD_ARM64:-1}" != 0 ]] && arm64_deps=(cross)
+stage deps "$root/hack/deps.sh" test chart node "${arm64_deps[@]}"
 
 if command -v go >/dev/null; then
   # The training operators build in the background (nice, their own wrapper modules) beside the
@@ -99,10 +106,34 @@ else
   skip operators "$( ((${SHMGUARD_OPERATORS:-1} == 0)) && echo "SHMGUARD_OPERATORS=0" || echo "go not found")"
 fi
 
+# The arm64 build in the background beside the node stage, which mostly waits on the kubelet and
+# its pods: nice 19, so the node's own work comes first. The arm64 stage waits for it.
+if [[ "${SHMGUARD_ARM64:-1}" != 0 ]]; then
+  arm64_log=$(mktemp)
+  (nice -n 19 "$root/hack/cross.sh" all "$root/build-arm64" >"$arm64_log" 2>&1; echo $? >"$arm64_log.rc") &
+  arm64_pid=$!
+fi
+
 if [[ -n "${SHMGUARD_TESTBIN:-}" ]] && ((docker_ok)) && [[ $(id -u) == 0 ]]; then
   stage node suite node
 else
   skip node "needs the kube binaries (Go), Docker for the images, and root for containerd and the kubelet"
+fi
+
+if [[ -n "${arm64_pid:-}" ]]; then
+  arm64() {
+    wait "$arm64_pid" || true
+    cat "$arm64_log" >&2
+    [[ "$(cat "$arm64_log.rc")" == 0 ]] || return 1
+    if ((docker_ok)); then
+      "$root/hack/cross.sh" image shmguard:test shmguard:test-arm64 "$root/build-arm64/shmguard.oci.tar" "$root/build-arm64"
+    else
+      echo "no Docker Engine: no arm64 image"
+    fi
+  }
+  stage arm64 arm64
+else
+  skip arm64 "SHMGUARD_ARM64=0"
 fi
 
 if [[ "${SHMGUARD_SKIP_SANITIZERS:-0}" != 1 ]]; then
