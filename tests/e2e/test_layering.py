@@ -20,8 +20,9 @@ ALLOWED = {
     "scrape": {"base", "sizing", "config", "inject", "monitor", "kube"},
     "files": {"base"},
     "measure": {"base"},
+    "probe": {"base", "sizing", "config", "inject", "admission", "kube"},
     "cli": {"base", "sizing", "config", "inject", "admission", "manifests", "server", "monitor", "kube", "scrape", "files",
-            "measure"},
+            "measure", "probe"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
 

@@ -1,6 +1,6 @@
 // `shmguard review`: asks a running webhook (through kubectl port-forward, or a local `serve`)
-// what it would do with each pod template of some manifests, over HTTPS with cpp-httplib's
-// client, verifying the certificate against a CA and a server name as kube-apiserver does.
+// what it would do with each pod template of some manifests, over HTTPS, verifying the
+// certificate against a CA and a server name as kube-apiserver does (the clients: probe/).
 // With --through-api-server it asks the API server instead: each pod is created as a server-side
 // dry run (never stored), so the answer has come the whole way API server -> Service -> a webhook
 // pod, and with --wait it asks again until shmguard answers (the chart's install check).

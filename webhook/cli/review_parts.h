@@ -1,25 +1,15 @@
 // What `shmguard review`'s two ways of asking share (review_command.cpp asks the webhook,
-// review_through_api.cpp the API server): the URL, the pods to send, and how an answered pod reads.
+// review_through_api.cpp the API server; probe/ does the asking): the pods to send, the error exit.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "base/result.h"
 #include "cli/review_command.h"
 
 namespace shmguard::cli {
-
-struct Url {
-  std::string host;
-  int port = 443;
-  std::string path;
-};
-
-// https://host[:port][/path]; the path defaults to `default_path`. `flag` names the option in errors.
-Result<Url> parse_url(const std::string& s, std::string_view default_path, std::string_view flag = "--server");
 
 // One pod to send: the pod a controller would create from a template (or the built-in test pod).
 struct PodToReview {
@@ -31,9 +21,6 @@ struct PodToReview {
   nlohmann::json where_json() const;  // {file, line, kind, name, template}
 };
 Result<std::vector<PodToReview>> pods_to_review(const ReviewArgs& a);
-
-// "patched: /dev/shm 8Gi" when the pod (as admitted) mounts shmguard's volume, else empty.
-std::string injected_decision(const nlohmann::json& admitted_pod);
 
 // Prints "shmguard review: <msg>" and returns the bad-input exit code.
 int review_fail(const std::string& msg);
