@@ -112,13 +112,22 @@ run_tests() {  # DIR
 }
 
 # What both images answer, each on its own platform: the arm64 one runs under qemu-aarch64.
+answer() {  # PLATFORM TAG ARGS...: the command's stdout, then its stderr, then its exit status
+  local platform=$1 tag=$2 err status=0; shift 2
+  err=$(mktemp)
+  docker run --rm -i --platform "$platform" "$tag" "$@" <"$root/examples/pytorchjob-resnet.yaml" 2>"$err" || status=$?
+  echo "-- stderr:"; cat "$err"; rm -f "$err"
+  echo "exit $status"
+}
+
 same_answers() {  # AMD64_TAG ARM64_TAG
   local args a b
   for args in "--version" "size --batch-size 64 --num-workers 8 --sample-size 588Ki --procs-per-pod 8 -o json" \
               "mutate -f -" "check -f -"; do
-    # Output, errors and exit status (check exits 1 on its findings): all must match.
-    a=$(docker run --rm -i --platform linux/amd64 "$1" $args <"$root/examples/pytorchjob-resnet.yaml" 2>&1; echo "exit $?")
-    b=$(docker run --rm -i --platform linux/arm64 "$2" $args <"$root/examples/pytorchjob-resnet.yaml" 2>&1; echo "exit $?")
+    # Output, errors and exit status (check exits 1 on its findings): all must match. stdout and
+    # stderr are read apart: docker's attach interleaves the two streams as they arrive.
+    a=$(answer linux/amd64 "$1" $args)
+    b=$(answer linux/arm64 "$2" $args)
     if [[ "$a" != "$b" ]]; then
       log "amd64 and arm64 differ on: shmguard $args"
       diff <(echo "$a") <(echo "$b") >&2 || true
