@@ -19,9 +19,9 @@ struct LauncherRow {
   std::vector<std::string_view> commands;
   // For the process count: a word that starts it (a program's basename, or the module python runs,
   // also as -mMODULE), and the flags that say how many processes it starts.
-  std::vector<std::string_view> programs;
-  std::vector<std::string_view> count_flags;
-  std::vector<std::string_view> divisor_flags;  // count per pod = count / this (accelerate's machines)
+  std::vector<std::string_view> programs = {};  // = {}: a row may leave them out, unwarned
+  std::vector<std::string_view> count_flags = {};
+  std::vector<std::string_view> divisor_flags = {};  // count per pod = count / this (accelerate's machines)
 };
 
 // In the order of selection.commands' default; torchrun first (an image whose entrypoint is
