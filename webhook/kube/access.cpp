@@ -26,8 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount/";
-
 // A file the kubeconfig (or the pod) names, the failure saying what it is for.
 Result<std::string> read_file(const std::string& path, const std::string& what) {
   auto text = shmguard::read_file(path);

@@ -11,6 +11,10 @@
 
 namespace shmguard::kube {
 
+// Where a pod's service account finds the API server's CA and its token (as client-go's
+// rest.InClusterConfig reads them).
+inline constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount/";
+
 struct Access {
   std::string where;          // "context admin@test in /root/.kube/config", for messages
   std::string host;

@@ -13,9 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-// Where a pod's service account finds the API server (as client-go's rest.InClusterConfig does).
-constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount/";
-
 }  // namespace
 
 Result<ApiServer> locate_api_server(const std::string& given_server, const std::string& ca_file,
@@ -35,8 +32,8 @@ Result<ApiServer> locate_api_server(const std::string& given_server, const std::
   auto url = parse_url(server, "", "--server");
   if (!url) return url.failure_part();
   s.url = *url;
-  s.ca_file = ca_file.empty() ? std::string(kServiceAccountDir) + "ca.crt" : ca_file;
-  s.token_file = token_file.empty() ? std::string(kServiceAccountDir) + "token" : token_file;
+  s.ca_file = ca_file.empty() ? std::string(kube::kServiceAccountDir) + "ca.crt" : ca_file;
+  s.token_file = token_file.empty() ? std::string(kube::kServiceAccountDir) + "token" : token_file;
   return s;
 }
 
